@@ -1,0 +1,103 @@
+"""Shipped reference data: GPU types, model architectures, offerings, defaults.
+
+The catalog is data, not code: tables under ``catalogs/`` whose every number
+carries ``source`` and ``date``. This module only finds and reads them; the
+stages that use them (sizing, load) give them meaning.
+
+Layout of ``catalogs/``::
+
+    VERSION                 catalog version, named in every result
+    gpus.csv                one row per GPU type (name, aliases, specs, source, date)
+    models.yaml             model architectures (name, aliases, shape, source, date)
+    efficiency.csv          named efficiency factors: name, value, unit, source, date, description
+    finance_defaults.csv    finance defaults: name, value, unit, source, date, description
+    offerings/*.yaml        offerings in the problem-file schema, plus provider, source, date
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError, unknown_name
+from .yamlio import read_yaml
+
+CATALOG_DIR = Path(os.environ.get("GPUOPT_CATALOG_DIR", Path(__file__).resolve().parent.parent / "catalogs"))
+
+
+def _path(name: str) -> Path:
+    path = CATALOG_DIR / name
+    if not path.exists():
+        raise InputError(
+            f"shipped catalog file is missing: {path}",
+            allowed="reinstall gpuopt from a full checkout, or set GPUOPT_CATALOG_DIR",
+        )
+    return path
+
+
+@functools.cache
+def catalog_version() -> str:
+    """The version string of the shipped catalog (``catalogs/VERSION``)."""
+    path = CATALOG_DIR / "VERSION"
+    return path.read_text().strip() if path.exists() else "unversioned"
+
+
+@functools.cache
+def _csv(name: str) -> pd.DataFrame:
+    return pd.read_csv(_path(name), comment=None, keep_default_na=True)
+
+
+def gpu_table() -> pd.DataFrame:
+    """GPU types, one row each (``catalogs/gpus.csv``). A copy: callers may edit it."""
+    return _csv("gpus.csv").copy()
+
+
+def efficiency_table() -> pd.DataFrame:
+    """Named efficiency factors (``catalogs/efficiency.csv``)."""
+    return _csv("efficiency.csv").copy()
+
+
+def finance_defaults() -> pd.DataFrame:
+    """Named finance defaults (``catalogs/finance_defaults.csv``)."""
+    return _csv("finance_defaults.csv").copy()
+
+
+@functools.cache
+def _models_raw() -> tuple:
+    data = read_yaml(_path("models.yaml"))
+    return tuple(data.get("models", []))
+
+
+def model_entries() -> list[dict]:
+    """Model architectures as raw dicts (``catalogs/models.yaml``)."""
+    return [dict(m) for m in _models_raw()]
+
+
+def offering_catalog_files(name: str) -> list[Path]:
+    """The files a ``catalog:`` entry of ``default`` stands for."""
+    if name.lower() == "default":
+        return sorted((CATALOG_DIR / "offerings").glob("*.yaml"))
+    raise KeyError(name)
+
+
+def alias_map(names: list[str], aliases: list[str | None]) -> dict[str, str]:
+    """Lower-cased name or alias -> canonical name. Aliases are ``;``-separated."""
+    out: dict[str, str] = {}
+    for name, al in zip(names, aliases):
+        out[name.lower()] = name
+        if isinstance(al, str):
+            for a in al.split(";"):
+                if a.strip():
+                    out[a.strip().lower()] = name
+    return out
+
+
+def resolve(kind: str, name: str, mapping: dict[str, str], **where) -> str:
+    """Canonical name for ``name`` (case-insensitive, aliases welcome), or an InputError."""
+    hit = mapping.get(str(name).strip().lower())
+    if hit is None:
+        raise unknown_name(kind, name, set(mapping.values()), value=name, **where)
+    return hit

@@ -1,0 +1,294 @@
+"""The problem file and catalog entries, as pydantic models.
+
+Field names are the contract of ``docs/problem-format.md``; every number has
+its unit in its name (``price_per_hour``, ``power_kw``) or in the docs. Unknown
+keys, NaN and infinite numbers, and strings where numbers belong are errors:
+a typo must never pass silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PRICING_KINDS = ("on_demand", "spot", "reserved", "owned")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+OBJECTIVES = ("cost", "npv")
+
+Pricing = Literal["on_demand", "spot", "reserved", "owned"]
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+
+NonNeg = Annotated[float, Field(ge=0)]
+Pos = Annotated[float, Field(gt=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(gt=0)]
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and (n & (n - 1)) == 0
+
+
+class Strict(BaseModel):
+    """Base: unknown keys forbidden, no NaN/inf, no string-to-number coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=False)
+
+
+class Period(Strict):
+    """A block of hours of one calendar month; demand is constant inside it."""
+
+    name: str
+    hours: Pos
+    month: NonNegInt
+
+
+# Fields that only make sense for some pricing kinds; anything else is an error.
+_KIND_FIELDS = {
+    "on_demand": set(),
+    "spot": {"interruptions_per_hour"},
+    "reserved": {"upfront", "term_months"},
+    "owned": {
+        "capex",
+        "lifetime_years",
+        "residual_fraction",
+        "power_kw",
+        "idle_power_fraction",
+        "pue",
+        "electricity_per_kwh",
+        "fixed_per_month",
+        "existing_units",
+    },
+}
+_ALL_KIND_FIELDS = set().union(*_KIND_FIELDS.values())
+
+
+class Offering(Strict):
+    """GPU capacity one can rent, reserve or buy, in units of ``gpus_per_unit`` GPUs.
+
+    Prices are per unit: ``price_per_hour`` for on-demand, spot and the
+    effective hourly rate of a reservation; ``capex`` per unit for owned.
+    """
+
+    id: str
+    gpu: str
+    gpus_per_unit: PosInt
+    region: str
+    pricing: Pricing
+    price_per_hour: NonNeg | None = None
+    max_units: NonNegInt | None = None
+    # spot
+    interruptions_per_hour: NonNeg | None = None
+    # reserved
+    upfront: NonNeg | None = None
+    term_months: PosInt | None = None
+    # owned
+    capex: NonNeg | None = None
+    lifetime_years: Pos | None = None
+    residual_fraction: Fraction | None = None
+    power_kw: NonNeg | None = None
+    idle_power_fraction: Fraction | None = None
+    pue: Annotated[float, Field(ge=1)] | None = None
+    electricity_per_kwh: NonNeg | None = None
+    fixed_per_month: NonNeg | None = None
+    existing_units: NonNegInt | None = None
+    # metadata (catalog entries carry source and date)
+    provider: str | None = None
+    instance_type: str | None = None
+    source: str | None = None
+    date: str | _dt.date | None = None
+    notes: str | None = None
+
+    @field_validator("gpus_per_unit")
+    @classmethod
+    def _pow2(cls, v: int) -> int:
+        if not is_power_of_two(v):
+            raise ValueError("gpus_per_unit must be a power of two (1, 2, 4, 8, ...)")
+        return v
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "Offering":
+        allowed = _KIND_FIELDS[self.pricing]
+        for name in sorted(_ALL_KIND_FIELDS - allowed):
+            if getattr(self, name) is not None:
+                owners = [k for k, v in _KIND_FIELDS.items() if name in v]
+                raise ValueError(
+                    f"field {name!r} applies only to pricing {' or '.join(owners)}, "
+                    f"not {self.pricing}"
+                )
+        if self.pricing != "owned" and self.price_per_hour is None:
+            raise ValueError(f"price_per_hour is required for pricing {self.pricing}")
+        if self.pricing == "owned":
+            if self.price_per_hour is not None:
+                raise ValueError("owned offerings have no price_per_hour; give capex and running costs")
+            missing = [f for f in ("capex", "lifetime_years", "power_kw", "electricity_per_kwh")
+                       if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"owned offerings need {', '.join(missing)}")
+            if (self.max_units is not None and self.existing_units is not None
+                    and self.existing_units > self.max_units):
+                raise ValueError(
+                    f"existing_units ({self.existing_units}) exceeds max_units ({self.max_units})"
+                )
+        return self
+
+    # Defaults that apply when a kind-specific field is absent (docs/problem-format.md).
+    @property
+    def term(self) -> int:
+        return self.term_months if self.term_months is not None else 12
+
+    @property
+    def existing(self) -> int:
+        return self.existing_units or 0
+
+
+class SLO(Strict):
+    ttft_ms: Pos | None = None
+    tpot_ms: Pos | None = None
+
+
+class RequestBucket(Strict):
+    """One request size and its share of the service's traffic."""
+
+    name: str
+    prompt_tokens: PosInt
+    output_tokens: PosInt
+    share: Annotated[float, Field(gt=0, le=1)]
+
+
+class InferenceProfile(Strict):
+    """A measured configuration: ``rps`` per replica of ``gpus`` GPUs of type ``gpu``."""
+
+    gpu: str
+    gpus: PosInt
+    rps: Pos
+    bucket: str | None = None
+    precision: Precision | None = None
+
+    @field_validator("gpus")
+    @classmethod
+    def _pow2(cls, v: int) -> int:
+        if not is_power_of_two(v):
+            raise ValueError("gpus per replica must be a power of two")
+        return v
+
+
+class InferenceService(Strict):
+    """An inference service: a model, its request sizes, SLOs and demand per period."""
+
+    name: str
+    model: str
+    precisions: list[Precision] = Field(default_factory=lambda: ["bf16"], min_length=1)
+    prompt_tokens: PosInt | None = None
+    output_tokens: PosInt | None = None
+    requests: list[RequestBucket] | None = None
+    slo: SLO = Field(default_factory=SLO)
+    demand_rps: NonNeg | dict[str, NonNeg]
+    regions: list[str] | None = None
+    spot: bool = False
+    min_replicas: NonNegInt = 0
+    profiles: list[InferenceProfile] | None = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "InferenceService":
+        single = self.prompt_tokens is not None or self.output_tokens is not None
+        if self.requests is not None and single:
+            raise ValueError("give either prompt_tokens/output_tokens or requests buckets, not both")
+        if self.requests is None:
+            if self.prompt_tokens is None or self.output_tokens is None:
+                raise ValueError("give prompt_tokens and output_tokens, or requests buckets")
+        else:
+            if not self.requests:
+                raise ValueError("requests must list at least one bucket")
+            names = [b.name for b in self.requests]
+            if len(set(names)) != len(names):
+                raise ValueError(f"duplicate request bucket names: {names}")
+            total = sum(b.share for b in self.requests)
+            if not math.isclose(total, 1.0, abs_tol=1e-6):
+                raise ValueError(f"request bucket shares must add up to 1 (they add up to {total:g})")
+        if self.profiles:
+            known = {b.name for b in self.buckets}
+            for p in self.profiles:
+                if p.bucket is not None and p.bucket not in known:
+                    raise ValueError(
+                        f"profile names bucket {p.bucket!r}, which is not one of {sorted(known)}"
+                    )
+        return self
+
+    @property
+    def buckets(self) -> list[RequestBucket]:
+        """Request buckets; a single request size is one bucket named ``all``."""
+        if self.requests is not None:
+            return list(self.requests)
+        return [RequestBucket(name="all", prompt_tokens=self.prompt_tokens,
+                              output_tokens=self.output_tokens, share=1.0)]
+
+
+class TrainingProfile(Strict):
+    """A measured configuration: ``hours`` of wall clock on ``gpus`` GPUs of type ``gpu``."""
+
+    gpu: str
+    gpus: PosInt
+    hours: Pos
+    precision: Precision | None = None
+
+
+class TrainingJob(Strict):
+    """A training run: a model, a token budget and a window of months."""
+
+    name: str
+    model: str
+    tokens: Pos
+    precision: Precision = "bf16"
+    start_month: NonNegInt = 0
+    deadline_month: NonNegInt
+    spot: bool = False
+    checkpoint_minutes: Pos = 30.0
+    cluster_gpus: list[PosInt] = Field(default_factory=lambda: [8, 16, 32, 64], min_length=1)
+    regions: list[str] | None = None
+    profiles: list[TrainingProfile] | None = None
+
+    @model_validator(mode="after")
+    def _window(self) -> "TrainingJob":
+        if self.deadline_month < self.start_month:
+            raise ValueError(
+                f"deadline_month ({self.deadline_month}) is before start_month ({self.start_month})"
+            )
+        bad = [n for n in self.cluster_gpus if not is_power_of_two(n)]
+        if bad:
+            raise ValueError(f"cluster_gpus must be powers of two; got {bad}")
+        return self
+
+
+class Constraints(Strict):
+    budget: NonNeg | None = None
+
+
+class Finance(Strict):
+    objective: Literal["cost", "npv"] = "cost"
+    discount_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
+
+
+class ProblemFile(Strict):
+    """The whole problem file, exactly as the user wrote it (before catalogs merge)."""
+
+    name: str = "problem"
+    currency: str = "USD"
+    catalog: list[str] = Field(default_factory=list)
+    periods: list[Period] = Field(min_length=1)
+    offerings: list[Offering] = Field(default_factory=list)
+    inference: list[InferenceService] = Field(default_factory=list)
+    training: list[TrainingJob] = Field(default_factory=list)
+    constraints: Constraints = Field(default_factory=Constraints)
+    finance: Finance = Field(default_factory=Finance)
+    efficiency: dict[str, float] = Field(default_factory=dict)
+    models: list[dict] = Field(default_factory=list)
+    gpus: list[dict] = Field(default_factory=list)
+
+    @field_validator("catalog", mode="before")
+    @classmethod
+    def _catalog_list(cls, v):
+        return [v] if isinstance(v, str) else v

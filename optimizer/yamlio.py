@@ -1,0 +1,62 @@
+"""Safe YAML reading: no tag runs code, aliases cannot blow up memory or time.
+
+``yaml.safe_load`` already refuses Python tags; on top of it we reject alias
+nodes outright, since a problem file never needs them and a few nested ones
+("billion laughs") expand exponentially. Files larger than ``MAX_BYTES`` are
+refused before parsing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .errors import InputError
+
+MAX_BYTES = 20 * 1024 * 1024
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (``*name``)."""
+
+    def compose_node(self, parent, index):  # noqa: D401
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML aliases (*name) are not allowed in gpuopt files", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str, file: str) -> object:
+    """Parse YAML text; errors name the file and the line."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown line"
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"YAML syntax error at {line}: {problem}", file=file) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", file=file) from None
+
+
+def read_yaml(path: str | Path) -> object:
+    """Read and parse a YAML file safely; a missing or unreadable file is an InputError."""
+    path = Path(path)
+    file = str(path)
+    if not path.exists():
+        raise InputError("file not found", file=file)
+    if path.is_dir():
+        raise InputError("is a directory, not a file", file=file)
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise InputError(f"file is {size} bytes; the limit is {MAX_BYTES}", file=file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=file) from None
+    return parse_yaml(text, file)
