@@ -1,10 +1,59 @@
-"""``gpuopt solve``."""
+"""``gpuopt solve PROBLEM``: the cheapest plan for a problem file."""
+
+from __future__ import annotations
+
+import sys
 
 import click
+
+from ..backends import BACKENDS, DEFAULT_SOLVER, Status
+from ..load import load_problem
+from ..pipeline import run
+from ..report import to_json, to_table, write_csv
+from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
+
+
+def exit_code(status: Status) -> int:
+    """0 a plan was found; 1 infeasible; 3 the solver failed or stopped with no plan."""
+    if status.has_plan:
+        return EXIT_OK
+    return EXIT_INFEASIBLE if status == Status.INFEASIBLE else EXIT_SOLVER
+
+
+def solver_options(f):
+    """--solver, --time-limit, --gap, --threads (shared by every command that solves)."""
+    f = click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads.")(f)
+    f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
+                     help="Relative optimality gap at which the solver may stop.")(f)
+    f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds; the best plan so far is returned as `feasible` with its bound.")(f)
+    f = click.option("--solver", type=click.Choice(sorted(BACKENDS), case_sensitive=False),
+                     default=DEFAULT_SOLVER, show_default=True, help="Solver back end.")(f)
+    return f
 
 
 @click.command()
 @click.argument("problem", type=click.Path(dir_okay=False))
-def solve(problem: str) -> None:
+@solver_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for --format csv (one CSV per table).")
+@click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+              help="Change the problem before solving, e.g. offerings[ID].price_per_hour*=0.8 (repeatable).")
+def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets) -> None:
     """Solve PROBLEM and print the cheapest plan."""
-    raise NotImplementedError
+    if fmt == "csv" and not out_dir:
+        fail_usage("--format csv needs -o DIR (one CSV file per table)")
+    pr = load_problem(problem, sets=sets)
+    plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    if fmt == "json":
+        click.echo(to_json(plan))
+    elif fmt == "csv":
+        paths = write_csv(plan, out_dir, force=force)
+        click.echo(f"wrote {len(paths)} CSV files to {out_dir}", err=True)
+    else:
+        click.echo(to_table(plan))
+    if not plan.status.has_plan:
+        click.echo(f"{plan.status.value}: {plan.result.message}", err=True)
+    sys.exit(exit_code(plan.status))

@@ -1,0 +1,60 @@
+"""One result type for every solver back end."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Status(str, enum.Enum):
+    """What the solver proved.
+
+    ``optimal``: a plan proven optimal within the requested gap. ``feasible``:
+    a plan, with a bound, but optimality not proven (time limit). ``infeasible``:
+    no plan exists. ``error``: the solver failed or stopped with no plan.
+    """
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    ERROR = "error"
+
+    @property
+    def has_plan(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve, whatever the back end.
+
+    Attributes
+    ----------
+    objective
+        Objective value of the plan found (constant included), or None.
+    bound
+        Best proven lower bound on the objective, or None if unknown.
+    gap
+        Relative gap (objective − bound) ÷ max(|objective|, 1e-9); 0 when optimal.
+    x
+        Variable values, indexed by the MIP's global variable ids.
+    """
+
+    status: Status
+    solver: str
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    build_seconds: float = 0.0
+    solve_seconds: float = 0.0
+    x: np.ndarray | None = None
+    message: str = ""
+    log: str = field(default="", repr=False)
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    if objective is None or bound is None:
+        return None
+    return max(0.0, objective - bound) / max(abs(objective), 1e-9)

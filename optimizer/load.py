@@ -1,0 +1,523 @@
+"""Stage 1: read a problem file, merge catalogs, validate, and build a :class:`Problem`.
+
+Everything that can be wrong with the input is found here and raised as an
+:class:`~optimizer.errors.InputError` naming the file, the field, the value and
+what is allowed. Later stages may assume a consistent problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from pydantic import ValidationError
+
+from . import catalog as cat
+from .errors import InputError, InputErrors, suggest, unknown_name
+from .schema import (
+    InferenceService,
+    Offering,
+    ProblemFile,
+    TrainingJob,
+)
+from .yamlio import read_yaml
+
+HOURS_PER_MONTH = 730.0
+HOURS_PER_YEAR = 8760.0
+
+
+@dataclass
+class Problem:
+    """A validated problem: the user's file merged with the catalogs it names.
+
+    Attributes
+    ----------
+    periods
+        One row per period: ``name`` (index), ``hours``, ``month``.
+    offerings
+        One row per offering (index ``id``), every field of
+        :class:`~optimizer.schema.Offering` with kind defaults filled in.
+    services, jobs
+        Inference services and training jobs, with names resolved to catalog names.
+    """
+
+    file: str
+    spec: ProblemFile
+    periods: pd.DataFrame
+    offerings: pd.DataFrame
+    services: list[InferenceService]
+    jobs: list[TrainingJob]
+    overridden: list[dict] = field(default_factory=list)
+    catalog_version: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def currency(self) -> str:
+        return self.spec.currency
+
+    @property
+    def horizon_hours(self) -> float:
+        return float(self.periods["hours"].sum())
+
+    @property
+    def horizon_months(self) -> float:
+        return self.horizon_hours / HOURS_PER_MONTH
+
+    @property
+    def objective(self) -> str:
+        return self.spec.finance.objective
+
+    @property
+    def discount_rate(self) -> float:
+        return self.spec.finance.discount_rate
+
+    @property
+    def budget(self) -> float | None:
+        return self.spec.constraints.budget
+
+    def demand(self) -> pd.DataFrame:
+        """Demand per service, bucket and period: columns service, bucket, period, rps."""
+        rows = []
+        for s in self.services:
+            for b in s.buckets:
+                for p in self.periods.index:
+                    d = s.demand_rps if not isinstance(s.demand_rps, dict) else s.demand_rps.get(p, 0.0)
+                    rows.append((s.name, b.name, p, float(d) * b.share))
+        return pd.DataFrame(rows, columns=["service", "bucket", "period", "rps"])
+
+
+# ---------------------------------------------------------------------------
+# pydantic errors -> InputError
+
+
+def _item_label(raw: object, loc: tuple) -> str:
+    """Render a pydantic location as ``offerings[cloud-h100-od].price_per_hour``."""
+    parts: list[str] = []
+    node = raw
+    for key in loc:
+        if isinstance(key, int):
+            label = str(key)
+            item = node[key] if isinstance(node, list) and key < len(node) else None
+            if isinstance(item, dict):
+                for k in ("id", "name"):
+                    if isinstance(item.get(k), str):
+                        label = item[k]
+                        break
+            if parts:
+                parts[-1] += f"[{label}]"
+            else:
+                parts.append(f"[{label}]")
+            node = item
+        else:
+            # pydantic puts union/literal branch names into loc; skip those not in the data
+            if isinstance(node, dict) and key not in node and parts and key in (
+                "float", "int", "str", "bool", "dict[str,float]", "list[...]", "function-after[_pow2(), int]"
+            ):
+                continue
+            parts.append(str(key))
+            node = node.get(key) if isinstance(node, dict) else None
+    return ".".join(parts)
+
+
+def _lookup(raw: object, loc: tuple) -> object:
+    node = raw
+    for key in loc:
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            return None
+    return node
+
+
+def _model_for(loc: tuple):
+    """The pydantic model class that owns the last key of ``loc`` (for unknown-key hints)."""
+    from . import schema as sc
+
+    model = sc.ProblemFile
+    for key in loc[:-1]:
+        if isinstance(key, int) or model is None:
+            continue
+        f = model.model_fields.get(key)
+        if f is None:
+            return None
+        ann = f.annotation
+        model = None
+        for cand in _annotation_models(ann):
+            model = cand
+            break
+    return model
+
+
+def _annotation_models(ann) -> list:
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    out = []
+    stack = [ann]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            out.append(a)
+        else:
+            stack.extend(get_args(a))
+    return out
+
+
+def validation_to_input_error(exc: ValidationError, raw: object, file: str) -> InputError:
+    """Turn every pydantic error into a readable InputError (several at once)."""
+    errors: list[InputError] = []
+    seen: set[str] = set()
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        # drop union branch tags such as 'float' / 'dict[str,...]' that are not data keys
+        data_loc = tuple(k for k in loc if not (isinstance(k, str) and (
+            k in ("float", "int", "str", "bool", "list", "dict") or "[" in k or "(" in k
+            or k.startswith("function-") or k.startswith("constrained-"))))
+        fieldname = _item_label(raw, data_loc)
+        kind = err["type"]
+        value = _lookup(raw, data_loc) if kind != "missing" else None
+        if kind == "extra_forbidden":
+            owner = _model_for(data_loc)
+            allowed = sorted(owner.model_fields) if owner else []
+            key = str(data_loc[-1])
+            e = InputError(
+                f"unknown key {key!r}",
+                file=file,
+                field=fieldname,
+                allowed=", ".join(allowed) if allowed else None,
+                suggestion=suggest(key, allowed) if allowed else None,
+            )
+        elif kind == "missing":
+            e = InputError("required field is missing", file=file, field=fieldname)
+        elif kind == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",") if c.strip()]
+            e = InputError(
+                "value is not allowed",
+                file=file,
+                field=fieldname,
+                value=value,
+                allowed=", ".join(choices),
+                suggestion=suggest(str(value), choices) if isinstance(value, str) else None,
+            )
+        elif kind in ("finite_number",):
+            e = InputError("must be a finite number (not NaN or infinity)", file=file, field=fieldname, value=value)
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, "):]
+            e = InputError(msg[0].lower() + msg[1:] if msg else kind, file=file, field=fieldname, value=value)
+        key = e.render()
+        if key not in seen:
+            seen.add(key)
+            errors.append(e)
+    return errors[0] if len(errors) == 1 else InputErrors(errors)
+
+
+def parse_problem_file(raw: object, file: str) -> ProblemFile:
+    """Validate raw YAML data against the problem-file schema."""
+    if raw is None:
+        raise InputError("file is empty; a problem needs at least `periods`", file=file)
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"the top level must be a mapping of keys (name, periods, offerings, ...), "
+            f"not a {type(raw).__name__}",
+            file=file,
+        )
+    _check_numbers(raw, file)
+    try:
+        return ProblemFile.model_validate(raw)
+    except ValidationError as exc:
+        raise validation_to_input_error(exc, raw, file) from None
+
+
+def _check_numbers(node: object, file: str, path: str = "") -> None:
+    """Reject NaN and infinite numbers anywhere (YAML's .nan / .inf)."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise InputError("must be a finite number (not NaN or infinity)", file=file, field=path or None, value=node)
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not isinstance(k, str):
+                raise InputError(f"keys must be text, got {k!r}", file=file, field=path or None)
+            _check_numbers(v, file, f"{path}.{k}" if path else k)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            label = i
+            if isinstance(v, dict):
+                label = v.get("id", v.get("name", i))
+            _check_numbers(v, file, f"{path}[{label}]")
+
+
+# ---------------------------------------------------------------------------
+# catalogs
+
+
+def _read_offering_file(path: Path, file_for_errors: str) -> list[Offering]:
+    """Offerings of one catalog file (``{offerings: [...]}`` or a bare list)."""
+    raw = read_yaml(path)
+    items = raw.get("offerings") if isinstance(raw, dict) else raw
+    if not isinstance(items, list):
+        raise InputError("an offering catalog must hold a list under `offerings:`", file=str(path))
+    defaults = {k: raw[k] for k in ("provider", "source", "date") if isinstance(raw, dict) and k in raw}
+    out: list[Offering] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InputError("each offering must be a mapping", file=str(path), field=f"offerings[{i}]", value=item)
+        merged = {**defaults, **item}
+        try:
+            out.append(Offering.model_validate(merged))
+        except ValidationError as exc:
+            raise validation_to_input_error(exc, {"offerings": items}, str(path)) from None
+    return out
+
+
+def _catalog_offerings(spec: ProblemFile, base: Path, file: str) -> tuple[list[Offering], list[str]]:
+    offerings: list[Offering] = []
+    origins: list[str] = []
+    for i, entry in enumerate(spec.catalog):
+        if entry.lower() == "default":
+            files = cat.offering_catalog_files("default")
+        else:
+            p = Path(entry)
+            p = p if p.is_absolute() else base / p
+            if not p.exists():
+                raise InputError(
+                    "catalog file not found",
+                    file=file,
+                    field=f"catalog[{i}]",
+                    value=entry,
+                    allowed="`default` or a path relative to the problem file",
+                    suggestion="default" if suggest(entry, ["default"]) else None,
+                )
+            files = [p]
+        for f in files:
+            got = _read_offering_file(f, file)
+            offerings.extend(got)
+            origins.extend([str(f)] * len(got))
+    return offerings, origins
+
+
+# ---------------------------------------------------------------------------
+# names
+
+
+def _gpu_aliases(spec: ProblemFile) -> dict[str, str]:
+    t = cat.gpu_table()
+    mapping = cat.alias_map(list(t["name"]), list(t.get("aliases", [None] * len(t))))
+    for g in spec.gpus:
+        if isinstance(g, dict) and isinstance(g.get("name"), str):
+            mapping[g["name"].lower()] = g["name"]
+            for a in g.get("aliases") or []:
+                mapping[str(a).lower()] = g["name"]
+    return mapping
+
+
+def _model_aliases(spec: ProblemFile) -> dict[str, str]:
+    entries = cat.model_entries() + [m for m in spec.models if isinstance(m, dict)]
+    mapping: dict[str, str] = {}
+    for m in entries:
+        name = m.get("name")
+        if not isinstance(name, str):
+            continue
+        mapping[name.lower()] = name
+        for a in m.get("aliases") or []:
+            mapping[str(a).lower()] = name
+    return mapping
+
+
+def _duplicates(names: list[str]) -> list[str]:
+    seen, dup = set(), []
+    for n in names:
+        if n in seen and n not in dup:
+            dup.append(n)
+        seen.add(n)
+    return dup
+
+
+def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
+    """Merge catalogs into the validated spec, resolve names and check references."""
+    errors: list[InputError] = []
+
+    def err(e: InputError) -> None:
+        errors.append(e.with_file(file))
+
+    for section, names in (
+        ("periods", [p.name for p in spec.periods]),
+        ("offerings", [o.id for o in spec.offerings]),
+        ("inference", [s.name for s in spec.inference]),
+        ("training", [j.name for j in spec.training]),
+    ):
+        for d in _duplicates(names):
+            err(InputError("duplicate name; names must be unique", field=f"{section}[{d}]", value=d))
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
+
+    if not spec.inference and not spec.training:
+        raise InputError("the problem has no workloads; add `inference:` services or `training:` jobs", file=file)
+
+    gpu_map = _gpu_aliases(spec)
+    model_map = _model_aliases(spec)
+
+    # catalogs first, then the file's own offerings; a later id replaces an earlier one
+    cat_offerings, origins = _catalog_offerings(spec, base, file)
+    merged: dict[str, Offering] = {}
+    origin_of: dict[str, str] = {}
+    overridden: list[dict] = []
+    for o, origin in list(zip(cat_offerings, origins)) + [(o, file) for o in spec.offerings]:
+        if o.id in merged:
+            overridden.append({"id": o.id, "replaced": origin_of[o.id], "by": origin})
+        merged[o.id] = o
+        origin_of[o.id] = origin
+
+    if not merged:
+        raise InputError(
+            "no offerings: add `offerings:` or `catalog: [default]`", file=file, field="offerings"
+        )
+
+    offerings = []
+    for oid, o in merged.items():
+        where = {"field": f"offerings[{oid}].gpu"} if origin_of[oid] == file else {
+            "field": f"offerings[{oid}].gpu", "file": origin_of[oid]}
+        try:
+            gpu = cat.resolve("GPU type", o.gpu, gpu_map, **where)
+        except InputError as e:
+            err(e)
+            continue
+        offerings.append(o.model_copy(update={"gpu": gpu}))
+
+    period_names = [p.name for p in spec.periods]
+    regions = sorted({o.region for o in offerings})
+
+    services = []
+    for s in spec.inference:
+        updates: dict = {}
+        try:
+            updates["model"] = cat.resolve("model", s.model, model_map, field=f"inference[{s.name}].model")
+        except InputError as e:
+            err(e)
+        if isinstance(s.demand_rps, dict):
+            for p in s.demand_rps:
+                if p not in period_names:
+                    err(unknown_name("period", p, period_names, field=f"inference[{s.name}].demand_rps.{p}", value=p))
+        for r in s.regions or []:
+            if r not in regions:
+                err(unknown_name("region", r, regions, field=f"inference[{s.name}].regions", value=r))
+        if s.profiles:
+            profs = []
+            for k, pr in enumerate(s.profiles):
+                try:
+                    profs.append(pr.model_copy(update={"gpu": cat.resolve(
+                        "GPU type", pr.gpu, gpu_map, field=f"inference[{s.name}].profiles[{k}].gpu")}))
+                except InputError as e:
+                    err(e)
+            updates["profiles"] = profs
+        services.append(s.model_copy(update=updates))
+
+    jobs = []
+    for j in spec.training:
+        updates = {}
+        try:
+            updates["model"] = cat.resolve("model", j.model, model_map, field=f"training[{j.name}].model")
+        except InputError as e:
+            err(e)
+        for r in j.regions or []:
+            if r not in regions:
+                err(unknown_name("region", r, regions, field=f"training[{j.name}].regions", value=r))
+        months = {p.month for p in spec.periods}
+        if not any(j.start_month <= m <= j.deadline_month for m in months):
+            err(InputError(
+                f"no period lies in the job's window of months {j.start_month}..{j.deadline_month}",
+                field=f"training[{j.name}].deadline_month", value=j.deadline_month,
+                allowed=f"months of the periods: {sorted(months)}"))
+        if j.profiles:
+            profs = []
+            for k, pr in enumerate(j.profiles):
+                try:
+                    profs.append(pr.model_copy(update={"gpu": cat.resolve(
+                        "GPU type", pr.gpu, gpu_map, field=f"training[{j.name}].profiles[{k}].gpu")}))
+                except InputError as e:
+                    err(e)
+            updates["profiles"] = profs
+        jobs.append(j.model_copy(update=updates))
+
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
+
+    periods = pd.DataFrame(
+        [(p.name, float(p.hours), int(p.month)) for p in spec.periods], columns=["name", "hours", "month"]
+    ).set_index("name")
+    off = pd.DataFrame([o.model_dump() for o in offerings]).set_index("id")
+    off = _fill_offering_defaults(off)
+
+    warnings = []
+    horizon_months = periods["hours"].sum() / HOURS_PER_MONTH
+    for oid, row in off[off["pricing"] == "reserved"].iterrows():
+        if row["term_months"] > horizon_months + 1e-9:
+            warnings.append(
+                f"offerings[{oid}]: reserved term of {int(row['term_months'])} months outlasts the "
+                f"{horizon_months:.1f}-month horizon; the plan reports the commitment left after it"
+            )
+    return Problem(
+        file=file,
+        spec=spec,
+        periods=periods,
+        offerings=off,
+        services=services,
+        jobs=jobs,
+        overridden=overridden,
+        catalog_version=cat.catalog_version(),
+        warnings=warnings,
+    )
+
+
+# Defaults for absent kind-specific fields (docs/problem-format.md lists them).
+OFFERING_DEFAULTS = {
+    "upfront": 0.0,
+    "term_months": 12,
+    "residual_fraction": 0.0,
+    "idle_power_fraction": 0.0,
+    "pue": 1.0,
+    "fixed_per_month": 0.0,
+    "existing_units": 0,
+}
+
+
+def _fill_offering_defaults(off: pd.DataFrame) -> pd.DataFrame:
+    off = off.copy()
+    for col, default in OFFERING_DEFAULTS.items():
+        kind = "reserved" if col in ("upfront", "term_months") else "owned"
+        mask = (off["pricing"] == kind) & off[col].isna()
+        off[col] = off[col].astype(float)
+        off.loc[mask, col] = float(default)
+    return off
+
+
+def load_problem(path: str | Path, sets: list[str] | tuple[str, ...] = ()) -> Problem:
+    """Read, overlay (``--set``), validate and merge a problem file.
+
+    Parameters
+    ----------
+    path
+        The problem YAML file.
+    sets
+        ``PATH=VALUE`` / ``PATH*=FACTOR`` overlays applied to a copy of the data.
+    """
+    path = Path(path)
+    file = str(path)
+    raw = read_yaml(path)
+    if sets:
+        from .overlay import apply_sets
+
+        raw = apply_sets(copy.deepcopy(raw), sets, file)
+    spec = parse_problem_file(raw, file)
+    return build_problem(spec, file, path.parent)

@@ -1,0 +1,292 @@
+"""A solver-neutral mixed-integer linear program built from whole tables.
+
+Variables and constraints live in named *blocks* (``inference-replicas``,
+``capacity-reserved``) whose rows are labelled by a coordinate table, as in
+linopy. A linear expression is a DataFrame of terms: the coordinate columns
+of the rows it belongs to, the global variable id ``var`` and ``coef``.
+Constraints are built by concatenating term tables and grouping them by the
+row coordinates, so no Python loop runs per element.
+
+Backends read the assembled arrays (:meth:`MIP.arrays`): a sparse matrix in
+coordinate form, row bounds, variable bounds, integrality and the objective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+INF = float("inf")
+
+
+@dataclass
+class VarBlock:
+    """Variables of one family; ``coords`` has one row per variable."""
+
+    name: str
+    coords: pd.DataFrame
+    start: int
+    lower: np.ndarray
+    upper: np.ndarray
+    integer: bool
+
+    @property
+    def size(self) -> int:
+        return len(self.coords)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return np.arange(self.start, self.start + self.size)
+
+
+@dataclass
+class ConBlock:
+    """Constraints of one family: ``lower <= A x <= upper`` row by row."""
+
+    name: str
+    coords: pd.DataFrame
+    start: int
+    rows: np.ndarray  # global row id of each term
+    cols: np.ndarray  # global variable id of each term
+    vals: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    sense: str
+
+    @property
+    def size(self) -> int:
+        return len(self.coords)
+
+
+@dataclass
+class Arrays:
+    """The assembled program: min c·x + c0 s.t. row_lo <= A x <= row_hi, lo <= x <= hi."""
+
+    n_vars: int
+    n_rows: int
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    col_lo: np.ndarray
+    col_hi: np.ndarray
+    integer: np.ndarray
+    c: np.ndarray
+    c0: float
+    var_names: list[str]
+    row_names: list[str]
+
+
+class TrivialInfeasibility(Exception):
+    """A constraint with no variables whose bounds exclude zero (e.g. demand nobody can serve)."""
+
+    def __init__(self, block: str, rows: pd.DataFrame):
+        self.block = block
+        self.rows = rows
+        super().__init__(f"{block}: {len(rows)} row(s) cannot be met by any variable")
+
+
+@dataclass
+class MIP:
+    """A mixed-integer linear program assembled from named blocks."""
+
+    variables: dict[str, VarBlock] = field(default_factory=dict)
+    constraints: dict[str, ConBlock] = field(default_factory=dict)
+    _n_vars: int = 0
+    _n_rows: int = 0
+    _obj: list[pd.DataFrame] = field(default_factory=list)
+    objective_constant: float = 0.0
+    infeasible_rows: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    # -- variables ----------------------------------------------------------
+    def add_variables(
+        self,
+        name: str,
+        coords: pd.DataFrame,
+        lower: float | np.ndarray = 0.0,
+        upper: float | np.ndarray = INF,
+        integer: bool = False,
+    ) -> pd.DataFrame:
+        """Add one variable per row of ``coords``; return ``coords`` with a ``var`` id column."""
+        if name in self.variables:
+            raise ValueError(f"variable block {name} exists")
+        coords = coords.reset_index(drop=True)
+        n = len(coords)
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (n,)).copy()
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (n,)).copy()
+        block = VarBlock(name, coords, self._n_vars, lo, hi, integer)
+        self.variables[name] = block
+        self._n_vars += n
+        out = coords.copy()
+        out["var"] = block.ids
+        return out
+
+    # -- constraints --------------------------------------------------------
+    def add_constraints(
+        self,
+        name: str,
+        terms: pd.DataFrame | list[pd.DataFrame],
+        sense: str,
+        rhs: float | pd.DataFrame = 0.0,
+        keys: list[str] | None = None,
+    ) -> None:
+        """Add ``Σ coef·var  (sense)  rhs`` per distinct value of ``keys``.
+
+        Parameters
+        ----------
+        terms
+            Term table(s) with columns ``keys + [var, coef]``; terms sharing keys
+            form one row. Several tables are concatenated.
+        sense
+            ``"<="``, ``">="`` or ``"=="``.
+        rhs
+            A scalar for every row, or a table with columns ``keys + [rhs]``.
+            Rows that appear only in ``rhs`` have no terms: if zero does not
+            satisfy them they are recorded in :attr:`infeasible_rows`.
+        """
+        if name in self.constraints:
+            raise ValueError(f"constraint block {name} exists")
+        if isinstance(terms, list):
+            terms = [t for t in terms if len(t)]
+            terms = pd.concat(terms, ignore_index=True) if terms else pd.DataFrame()
+        keys = list(keys or [])
+        if terms.empty:
+            terms = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
+                                  "var": pd.Series(dtype=np.int64), "coef": pd.Series(dtype=float)})
+        terms = terms[terms["coef"] != 0]
+        if keys:
+            row_keys = terms[keys].drop_duplicates()
+            if isinstance(rhs, pd.DataFrame):
+                row_keys = pd.concat([row_keys, rhs[keys]], ignore_index=True).drop_duplicates()
+            row_keys = row_keys.reset_index(drop=True)
+        else:
+            row_keys = pd.DataFrame(index=[0])
+        if isinstance(rhs, pd.DataFrame):
+            r = row_keys.merge(rhs[keys + ["rhs"]].groupby(keys, as_index=False, sort=False)["rhs"].sum(),
+                               on=keys, how="left")["rhs"].fillna(0.0).to_numpy(float)
+        else:
+            r = np.full(len(row_keys), float(rhs))
+        if keys:
+            idx = pd.MultiIndex.from_frame(row_keys[keys]) if len(keys) > 1 else pd.Index(row_keys[keys[0]])
+            tidx = pd.MultiIndex.from_frame(terms[keys]) if len(keys) > 1 else pd.Index(terms[keys[0]])
+            term_rows = idx.get_indexer(tidx)
+        else:
+            term_rows = np.zeros(len(terms), dtype=np.int64)
+        has_terms = np.zeros(len(row_keys), dtype=bool)
+        has_terms[term_rows] = True
+        lo, hi = _bounds(sense, r)
+        empty_bad = (~has_terms) & ((lo > 1e-9) | (hi < -1e-9))
+        if empty_bad.any():
+            bad = row_keys[empty_bad].copy()
+            bad["rhs"] = r[empty_bad]
+            self.infeasible_rows[name] = bad
+        keep = has_terms
+        new_row = np.cumsum(keep) - 1
+        row_keys = row_keys[keep].reset_index(drop=True)
+        start = self._n_rows
+        block = ConBlock(
+            name=name,
+            coords=row_keys,
+            start=start,
+            rows=start + new_row[term_rows].astype(np.int64),
+            cols=terms["var"].to_numpy(np.int64),
+            vals=terms["coef"].to_numpy(float),
+            lower=lo[keep],
+            upper=hi[keep],
+            sense=sense,
+        )
+        self.constraints[name] = block
+        self._n_rows += block.size
+
+    # -- objective ----------------------------------------------------------
+    def add_objective(self, terms: pd.DataFrame, constant: float = 0.0) -> None:
+        """Add ``Σ coef·var + constant`` to the objective (minimised)."""
+        if len(terms):
+            self._obj.append(terms[["var", "coef"]])
+        self.objective_constant += float(constant)
+
+    def objective_terms(self) -> pd.DataFrame:
+        if not self._obj:
+            return pd.DataFrame({"var": np.array([], dtype=np.int64), "coef": np.array([], dtype=float)})
+        return pd.concat(self._obj, ignore_index=True)
+
+    # -- assembly -----------------------------------------------------------
+    @property
+    def n_vars(self) -> int:
+        return self._n_vars
+
+    @property
+    def n_rows(self) -> int:
+        return self._n_rows
+
+    def n_integer(self) -> int:
+        return sum(b.size for b in self.variables.values() if b.integer)
+
+    def arrays(self) -> Arrays:
+        """Assemble every block into flat arrays for a backend."""
+        n = self._n_vars
+        col_lo = np.concatenate([b.lower for b in self.variables.values()]) if n else np.zeros(0)
+        col_hi = np.concatenate([b.upper for b in self.variables.values()]) if n else np.zeros(0)
+        integer = (np.concatenate([np.full(b.size, b.integer) for b in self.variables.values()])
+                   if n else np.zeros(0, bool))
+        c = np.zeros(n)
+        obj = self.objective_terms()
+        np.add.at(c, obj["var"].to_numpy(np.int64), obj["coef"].to_numpy(float))
+        blocks = list(self.constraints.values())
+        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+        var_names = [f"{b.name}#{i}" for b in self.variables.values() for i in range(b.size)]
+        row_names = [f"{b.name}#{i}" for b in blocks for i in range(b.size)]
+        return Arrays(
+            n_vars=n,
+            n_rows=self._n_rows,
+            rows=cat([b.rows for b in blocks], np.int64),
+            cols=cat([b.cols for b in blocks], np.int64),
+            vals=cat([b.vals for b in blocks], float),
+            row_lo=cat([b.lower for b in blocks], float),
+            row_hi=cat([b.upper for b in blocks], float),
+            col_lo=col_lo,
+            col_hi=col_hi,
+            integer=integer,
+            c=c,
+            c0=self.objective_constant,
+            var_names=var_names,
+            row_names=row_names,
+        )
+
+    def values(self, name: str, x: np.ndarray) -> pd.DataFrame:
+        """The solution of block ``name``: its coordinates plus a ``value`` column."""
+        b = self.variables[name]
+        out = b.coords.copy()
+        out["value"] = x[b.start: b.start + b.size] if b.size else np.zeros(0)
+        return out
+
+    def stats(self) -> dict:
+        return {
+            "variables": self._n_vars,
+            "integer_variables": self.n_integer(),
+            "constraints": self._n_rows,
+            "nonzeros": int(sum(len(b.vals) for b in self.constraints.values())),
+            "blocks": {**{f"var:{k}": v.size for k, v in self.variables.items()},
+                       **{f"con:{k}": v.size for k, v in self.constraints.items()}},
+        }
+
+
+def _bounds(sense: str, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if sense == "<=":
+        return np.full_like(rhs, -INF), rhs
+    if sense == ">=":
+        return rhs, np.full_like(rhs, INF)
+    if sense == "==":
+        return rhs.copy(), rhs.copy()
+    raise ValueError(f"unknown sense {sense!r}")
+
+
+def terms(df: pd.DataFrame, keys: list[str], coef: np.ndarray | pd.Series | float, var: str = "var") -> pd.DataFrame:
+    """A term table from ``df``: its ``keys`` columns, its variable ids and ``coef``."""
+    out = df[keys].copy()
+    out["var"] = df[var].to_numpy(np.int64)
+    out["coef"] = np.broadcast_to(np.asarray(coef, dtype=float), (len(df),)) if len(df) else np.zeros(0)
+    return out

@@ -1,0 +1,63 @@
+"""The whole flow for one problem: candidates -> model -> solve -> plan.
+
+``run`` is what ``gpuopt solve`` and every repeated solve (what-if, sweep,
+rent-vs-buy) call. It never raises on a solver outcome: an infeasible or
+failed solve is a plan with that status and a reason.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .backends import DEFAULT_SOLVER, SolveResult, Status, solve
+from .candidates import Candidates, build_candidates
+from .formulation import build_model
+from .load import Problem
+from .plan import Plan, extract
+
+
+def describe_infeasible_rows(rows: dict) -> list[str]:
+    """Readable reasons for constraints that no variable can satisfy."""
+    out = []
+    for block, df in rows.items():
+        for r in df.to_dict("records"):
+            if block == "inference-demand":
+                out.append(
+                    f"inference[{r['service']}] period {r['period']}: demand of {r['rhs']:g} rps"
+                    + (f" (bucket {r['bucket']})" if r.get("bucket") not in (None, "all") else "")
+                    + " but no configuration can serve it on any allowed offering "
+                      "(check regions, spot, GPU types, VRAM and SLOs)")
+            elif block == "inference-min-replicas":
+                out.append(f"inference[{r['service']}] period {r['period']}: min_replicas {r['rhs']:g} "
+                           "but no offering can host a replica")
+            elif block == "training-select-one":
+                out.append(f"training[{r['job']}]: no configuration fits any allowed offering")
+            else:
+                keys = ", ".join(f"{k}={v}" for k, v in r.items() if k != "rhs")
+                out.append(f"{block} [{keys}]: needs {r['rhs']:g} but has no variables")
+    return out
+
+
+def run(
+    problem: Problem,
+    solver: str = DEFAULT_SOLVER,
+    time_limit: float | None = None,
+    gap: float = 1e-6,
+    threads: int | None = None,
+    candidates: Candidates | None = None,
+) -> Plan:
+    """Solve ``problem`` and return its plan (with status, objective, bound and gap)."""
+    t0 = time.perf_counter()
+    cands = candidates or build_candidates(problem)
+    mip, tables, _ = build_model(problem, cands)
+    build = time.perf_counter() - t0
+    if mip.infeasible_rows:
+        result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build,
+                             message="; ".join(describe_infeasible_rows(mip.infeasible_rows)))
+    else:
+        result = solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+        result.build_seconds += build
+        if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
+            result.message = "no plan meets every constraint" + (
+                f" (solver: {result.message})" if result.message else "")
+    return extract(problem, cands, mip, tables, result)

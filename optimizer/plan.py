@@ -1,0 +1,323 @@
+"""Stage 5: the plan, as pandas tables read mechanically from the solution.
+
+The cost ledger is recomputed here from the plan's own rows and the
+offerings' prices, following docs/formulation.md's cost semantics. It does
+not reuse the objective coefficients, so comparing the ledger's total with
+the solver's objective (:mod:`optimizer.audit`) checks the formulation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .backends.result import SolveResult, Status
+from .candidates import Candidates
+from .formulation import Tables, discount_factors
+from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
+from .mip import MIP
+
+IDLE = "(idle)"
+#: Values below this are solver noise, not a plan decision.
+EPS = 1e-7
+
+
+@dataclass
+class Plan:
+    """Everything a user reads about one solve."""
+
+    problem: Problem
+    result: SolveResult
+    stats: dict
+    commitments: pd.DataFrame = field(default_factory=pd.DataFrame)
+    inference: pd.DataFrame = field(default_factory=pd.DataFrame)
+    routing: pd.DataFrame = field(default_factory=pd.DataFrame)
+    training: pd.DataFrame = field(default_factory=pd.DataFrame)
+    training_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    usage: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ledger: pd.DataFrame = field(default_factory=pd.DataFrame)
+    candidates: Candidates | None = None
+    mip: MIP | None = None
+    tables: Tables | None = None
+
+    @property
+    def status(self) -> Status:
+        return self.result.status
+
+    @property
+    def total_cost(self) -> float | None:
+        return float(self.ledger["cost"].sum()) if self.status.has_plan else None
+
+    @property
+    def npv(self) -> float | None:
+        return float(self.ledger["pv"].sum()) if self.status.has_plan else None
+
+    @property
+    def objective(self) -> float | None:
+        if not self.status.has_plan:
+            return None
+        return self.npv if self.problem.objective == "npv" else self.total_cost
+
+    def by_pricing(self) -> pd.DataFrame:
+        g = self.ledger.groupby("pricing", as_index=False)[["cost", "pv"]].sum()
+        return g.sort_values("cost", ascending=False, ignore_index=True)
+
+    def by_workload(self) -> pd.DataFrame:
+        g = allocate(self).groupby("workload", as_index=False)[["cost", "pv"]].sum()
+        return g.sort_values("cost", ascending=False, ignore_index=True)
+
+
+def _round_int(v: np.ndarray) -> np.ndarray:
+    return np.rint(v).astype(int)
+
+
+def _clean(v: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(v) < EPS, 0.0, v)
+
+
+def extract(problem: Problem, cands: Candidates, mip: MIP, T: Tables, result: SolveResult) -> Plan:
+    """Read the plan tables from a solution (empty tables when there is none)."""
+    plan = Plan(problem=problem, result=result, stats=mip.stats(), candidates=cands, mip=mip, tables=T)
+    if not result.status.has_plan:
+        return plan
+    x = result.x
+    O = T.offerings.set_index("offering")
+    P = T.periods.set_index("period")
+
+    rep = mip.values("inference-replicas", x)
+    rep["replicas"] = _round_int(rep["value"].to_numpy())
+    rep = rep[rep["replicas"] > 0].merge(
+        T.inference_options[["service", "config", "offering", "period", "gpu", "gpus"]],
+        on=["service", "config", "offering", "period"])
+    cfg = cands.inference.drop_duplicates(["service", "config"]).set_index(["service", "config"])["precision"]
+    rep["precision"] = [cfg.get((s, c), "") for s, c in zip(rep["service"], rep["config"])]
+    rep = rep.rename(columns={"gpus": "gpus_per_replica"})
+    rep["gpus"] = rep["replicas"] * rep["gpus_per_replica"]
+    rep["pricing"] = rep["offering"].map(O["pricing"])
+    rep["region"] = rep["offering"].map(O["region"])
+
+    route = mip.values("inference-routing", x)
+    route["rps"] = _clean(route["value"].to_numpy())
+    route = route[route["rps"] > 0].drop(columns="value")
+    # capacity a replica set offers: single-size services, replicas × rps; bucketed, what is routed
+    rps_single = cands.inference[~cands.inference["service"].isin(T.multi_bucket)][["service", "config", "rps"]]
+    rep = rep.merge(rps_single.rename(columns={"rps": "rps_per_replica"}), on=["service", "config"], how="left")
+    routed = route.groupby(["service", "config", "offering", "period"], as_index=False)["rps"].sum()
+    rep = rep.merge(routed.rename(columns={"rps": "routed"}), on=["service", "config", "offering", "period"],
+                    how="left")
+    rep["rps"] = np.where(rep["service"].isin(T.multi_bucket), rep["routed"].fillna(0.0),
+                          rep["replicas"] * rep["rps_per_replica"].fillna(0.0))
+    plan.inference = rep[["service", "period", "offering", "pricing", "region", "gpu", "config", "precision",
+                          "gpus_per_replica", "replicas", "gpus", "rps"]].sort_values(
+        ["service", "period", "offering"], key=_period_order(P), ignore_index=True)
+    plan.routing = route[["service", "bucket", "period", "offering", "config", "rps"]].sort_values(
+        ["service", "bucket", "period"], key=_period_order(P), ignore_index=True)
+
+    hrs = mip.values("training-hours", x)
+    hrs["hours"] = _clean(hrs["value"].to_numpy())
+    hrs = hrs[hrs["hours"] > 0].merge(
+        T.training_options[["job", "config", "offering", "period", "gpu", "gpus", "progress"]],
+        on=["job", "config", "offering", "period"])
+    hrs["pricing"] = hrs["offering"].map(O["pricing"])
+    hrs["progress_hours"] = hrs["hours"] * hrs["progress"]
+    plan.training = hrs[["job", "period", "offering", "pricing", "gpu", "config", "gpus", "hours",
+                         "progress_hours"]].sort_values(["job", "period"], key=_period_order(P), ignore_index=True)
+    sel = mip.values("training-select", x)
+    sel = sel[_round_int(sel["value"].to_numpy()) == 1].merge(T.training_configs, on=["job", "config"])
+    done = plan.training.groupby("job")["progress_hours"].sum()
+    sel["progress_hours"] = sel["job"].map(done).fillna(0.0)
+    last = plan.training.assign(month=plan.training["period"].map(P["month"])).groupby("job")["month"].max()
+    sel["last_month"] = sel["job"].map(last)
+    deadline = {j.name: j.deadline_month for j in problem.jobs}
+    sel["deadline_month"] = sel["job"].map(deadline)
+    plan.training_summary = sel[["job", "config", "gpu", "gpus", "precision", "hours", "progress_hours",
+                                 "last_month", "deadline_month"]].rename(columns={"hours": "required_hours"})
+
+    units = {}
+    for name in ("units-running", "units-reserved", "units-owned-new"):
+        v = mip.values(name, x)
+        v["units"] = _round_int(v["value"].to_numpy())
+        units[name] = v.drop(columns="value")
+    plan.commitments = _commitments(problem, O, units)
+    plan.usage = _usage(plan, O, P, units["units-running"])
+    plan.ledger = ledger(plan, O, P)
+    return plan
+
+
+def _period_order(P: pd.DataFrame):
+    order = {p: i for i, p in enumerate(P.index)}
+
+    def key(col: pd.Series) -> pd.Series:
+        return col.map(order) if col.name == "period" else col
+
+    return key
+
+
+def _commitments(problem: Problem, O: pd.DataFrame, units: dict) -> pd.DataFrame:
+    H_months = problem.horizon_months
+    res = units["units-reserved"]
+    res = res[res["units"] > 0].assign(new_units=np.nan, existing_units=np.nan)
+    own = units["units-owned-new"].rename(columns={"units": "new_units"})
+    own["existing_units"] = own["offering"].map(O["existing_units"]).fillna(0).astype(int)
+    own["units"] = own["new_units"] + own["existing_units"]
+    own = own[own["units"] > 0]
+    rows = pd.concat([res, own], ignore_index=True)
+    rows["pricing"] = rows["offering"].map(O["pricing"])
+    rows["gpu"] = rows["offering"].map(O["gpu"])
+    rows["region"] = rows["offering"].map(O["region"])
+    rows["gpus"] = rows["units"] * rows["offering"].map(O["G"])
+    term = rows["offering"].map(O["term_months"])
+    rows["term_months"] = term
+    # a reservation outlasting the horizon leaves a commitment to pay after it
+    rest = np.where(rows["pricing"] == "reserved", np.maximum(0.0, term.fillna(0) - H_months), np.nan)
+    rows["months_after_horizon"] = rest
+    price = rows["offering"].map(O["price"])
+    rows["commitment_after_horizon"] = np.where(
+        rows["pricing"] == "reserved", rows["units"] * price * rest * HOURS_PER_MONTH, np.nan)
+    return rows[["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
+                 "term_months", "months_after_horizon", "commitment_after_horizon"]]
+
+
+def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) -> pd.DataFrame:
+    """GPUs available and used, per offering and period (offerings the plan touches)."""
+    inf = plan.inference.groupby(["offering", "period"])["gpus"].sum().rename("inference_gpus")
+    tr = plan.training.assign(avg=plan.training["gpus"] * plan.training["hours"]
+                              / plan.training["period"].map(P["hours"]))
+    trg = tr.groupby(["offering", "period"])["avg"].sum().rename("training_gpus")
+    run = running.set_index(["offering", "period"])["units"].rename("units_running")
+    com = plan.commitments.set_index("offering")["units"]
+    idx = pd.MultiIndex.from_product([O.index, P.index], names=["offering", "period"])
+    u = pd.concat([inf, trg, run], axis=1).reindex(idx).fillna(0.0).reset_index()
+    u["pricing"] = u["offering"].map(O["pricing"])
+    u["G"] = u["offering"].map(O["G"])
+    fixed = u["pricing"].isin(["reserved", "owned"])
+    u["units"] = np.where(fixed, u["offering"].map(com).fillna(0), u["units_running"])
+    u["capacity_gpus"] = u["units"] * u["G"]
+    used = u["inference_gpus"] + u["training_gpus"]
+    u["utilisation"] = np.where(u["capacity_gpus"] > 0, used / u["capacity_gpus"].where(u["capacity_gpus"] > 0), np.nan)
+    touched = (used > 0) | (u["units"] > 0)
+    u = u[touched]
+    return u[["offering", "period", "pricing", "units", "capacity_gpus", "inference_gpus", "training_gpus",
+              "utilisation"]].reset_index(drop=True)
+
+
+def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
+    """Every cost item of the plan, under both accountings.
+
+    Columns: offering, pricing, period (empty for one-off items), item,
+    workload (empty for capacity items shared by all), cost (counted as under
+    ``objective: cost``) and pv (the cash flow discounted as under
+    ``objective: npv`` at the problem's discount rate).
+    """
+    problem = plan.problem
+    rate = problem.discount_rate
+    H = float(P["hours"].sum())
+    disc = discount_factors(P["month"], rate)
+    end = (1.0 + rate) ** (-(float(P["month"].max()) + 1.0) / 12.0)
+    rows: list[tuple] = []
+
+    def add(offering, period, item, workload, cost, pv):
+        rows.append((offering, O.at[offering, "pricing"], period, item, workload, float(cost), float(pv)))
+
+    # rented units running for inference, whole period blocks
+    for r in plan.usage[plan.usage["pricing"].isin(["on_demand", "spot"])].itertuples():
+        if r.units > 0:
+            c = r.units * O.at[r.offering, "price"] * P.at[r.period, "hours"]
+            add(r.offering, r.period, "rental", "", c, c * disc[r.period])
+    # training: rented clusters billed for the hours they run; owned clusters pay busy energy
+    for r in plan.training.itertuples():
+        o = O.loc[r.offering]
+        if r.pricing in ("on_demand", "spot"):
+            c = r.gpus * o["price"] / o["G"] * r.hours
+            add(r.offering, r.period, "rental", r.job, c, c * disc[r.period])
+        elif r.pricing == "owned":
+            c = r.gpus * r.hours * o["energy_per_gpu_hour"] * (1 - o["idle_power_fraction"])
+            add(r.offering, r.period, "energy-busy", r.job, c, c * disc[r.period])
+    for r in plan.inference[plan.inference["pricing"] == "owned"].itertuples():
+        o = O.loc[r.offering]
+        c = r.gpus * P.at[r.period, "hours"] * o["energy_per_gpu_hour"] * (1 - o["idle_power_fraction"])
+        add(r.offering, r.period, "energy-busy", r.service, c, c * disc[r.period])
+    # reservations: paid every hour of the horizon, used or not
+    for r in plan.commitments[plan.commitments["pricing"] == "reserved"].itertuples():
+        o = O.loc[r.offering]
+        for p in P.index:
+            c = r.units * o["price"] * P.at[p, "hours"]
+            add(r.offering, p, "reservation", "", c, c * disc[p])
+        if o["upfront"] > 0:
+            add(r.offering, "", "upfront", "", r.units * o["upfront"], r.units * o["upfront"])
+    # owned: depreciation (cost) or capex and book value (npv); fixed costs and idle energy per period
+    for r in plan.commitments[plan.commitments["pricing"] == "owned"].itertuples():
+        o = O.loc[r.offering]
+        if r.new_units > 0:
+            life_h = o["lifetime_years"] * HOURS_PER_YEAR
+            dep = r.new_units * o["capex"] * (1 - o["residual_fraction"]) * H / life_h
+            book = r.new_units * o["capex"] * (1 - (1 - o["residual_fraction"]) * min(1.0, H / life_h))
+            add(r.offering, "", "depreciation", "", dep, 0.0)
+            add(r.offering, "", "capex", "", 0.0, r.new_units * o["capex"])
+            add(r.offering, "", "book-value", "", 0.0, -book * end)
+        for p in P.index:
+            h = P.at[p, "hours"]
+            c = r.units * o["fixed_per_month"] * h / HOURS_PER_MONTH
+            if c:
+                add(r.offering, p, "fixed", "", c, c * disc[p])
+            c = r.units * o["G"] * h * o["energy_per_gpu_hour"] * o["idle_power_fraction"]
+            if c:
+                add(r.offering, p, "energy-idle", "", c, c * disc[p])
+    return pd.DataFrame(rows, columns=["offering", "pricing", "period", "item", "workload", "cost", "pv"])
+
+
+def allocate(plan: Plan) -> pd.DataFrame:
+    """Split shared capacity items of the ledger among workloads.
+
+    Rented units running in a period are split by each service's share of
+    their GPUs; reserved and owned capacity items by each workload's share
+    of the offering's GPU-hours over the horizon. What nobody uses is
+    ``(idle)``. Items already tied to a workload stay with it.
+    """
+    P = plan.problem.periods
+    L = plan.ledger
+    direct = L[L["workload"] != ""]
+    shared = L[L["workload"] == ""]
+    use = pd.concat([
+        plan.inference.assign(workload=plan.inference["service"],
+                              gpu_hours=plan.inference["gpus"] * plan.inference["period"].map(P["hours"]))[
+            ["offering", "period", "workload", "gpu_hours"]],
+        plan.training.assign(workload=plan.training["job"],
+                             gpu_hours=plan.training["gpus"] * plan.training["hours"])[
+            ["offering", "period", "workload", "gpu_hours"]],
+    ], ignore_index=True)
+    cap = plan.usage.assign(cap_hours=plan.usage["capacity_gpus"] * plan.usage["period"].map(P["hours"]))
+
+    out = [direct]
+    rent = shared[shared["item"] == "rental"]
+    if len(rent):
+        u = use.merge(cap[["offering", "period", "cap_hours"]], on=["offering", "period"])
+        u["share"] = u["gpu_hours"] / u["cap_hours"]
+        s = rent.drop(columns="workload").merge(u[["offering", "period", "workload", "share"]],
+                                                on=["offering", "period"], how="left")
+        out.append(_split(rent, s, ["offering", "period"]))
+    fixed = shared[shared["item"] != "rental"]
+    if len(fixed):
+        tot = use.groupby(["offering", "workload"], as_index=False)["gpu_hours"].sum()
+        capo = cap.groupby("offering")["cap_hours"].sum()
+        tot["share"] = tot["gpu_hours"] / tot["offering"].map(capo)
+        s = fixed.drop(columns="workload").merge(tot[["offering", "workload", "share"]], on="offering", how="left")
+        out.append(_split(fixed, s, ["offering", "period", "item"]))
+    return pd.concat(out, ignore_index=True)
+
+
+def _split(items: pd.DataFrame, shares: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Apportion each item by the shares; the remainder of each item goes to (idle)."""
+    s = shares.copy()
+    s["share"] = s["share"].fillna(0.0)
+    s["workload"] = s["workload"].fillna(IDLE)
+    parts = s.assign(cost=s["cost"] * s["share"], pv=s["pv"] * s["share"])
+    parts = parts[parts["workload"] != IDLE]
+    used = parts.groupby(keys, as_index=False)[["cost", "pv"]].sum()
+    rest = items.drop(columns="workload").merge(used, on=keys, how="left", suffixes=("", "_used"))
+    rest["cost"] = rest["cost"] - rest["cost_used"].fillna(0.0)
+    rest["pv"] = rest["pv"] - rest["pv_used"].fillna(0.0)
+    rest = rest.drop(columns=["cost_used", "pv_used"]).assign(workload=IDLE)
+    return pd.concat([parts[items.columns], rest[items.columns]], ignore_index=True)

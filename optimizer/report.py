@@ -1,0 +1,185 @@
+"""Stage 6: outputs of a plan: terminal tables, one JSON object, CSV files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .plan import Plan
+
+
+def _num(x):
+    if x is None:
+        return None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """Rows as plain JSON-able dicts (NaN becomes null)."""
+    if df is None or df.empty:
+        return []
+    out = []
+    for rec in df.to_dict("records"):
+        out.append({k: (None if (isinstance(v, float) and not math.isfinite(v)) else _num(v)) for k, v in rec.items()})
+    return out
+
+
+def plan_dict(plan: Plan) -> dict:
+    """The JSON contract of ``gpuopt solve --format json`` (design.md)."""
+    r = plan.result
+    pr = plan.problem
+    has = plan.status.has_plan
+    return {
+        "problem": pr.name,
+        "status": r.status.value,
+        "message": r.message,
+        "objective_kind": pr.objective,
+        "objective": _num(plan.objective),
+        "total_cost": _num(plan.total_cost),
+        "npv": _num(plan.npv),
+        "currency": pr.currency,
+        "bound": _num(r.bound),
+        "gap": _num(r.gap),
+        "solver": r.solver,
+        "solve_seconds": round(r.solve_seconds, 4),
+        "build_seconds": round(r.build_seconds, 4),
+        "catalog_version": pr.catalog_version,
+        "horizon_hours": pr.horizon_hours,
+        "commitments": records(plan.commitments) if has else [],
+        "inference": records(plan.inference) if has else [],
+        "routing": records(plan.routing) if has else [],
+        "training": records(plan.training) if has else [],
+        "training_summary": records(plan.training_summary) if has else [],
+        "usage": records(plan.usage) if has else [],
+        "costs": {
+            "by_pricing": records(plan.by_pricing()) if has else [],
+            "by_workload": records(plan.by_workload()) if has else [],
+            "ledger": records(plan.ledger) if has else [],
+        },
+        "model": {k: v for k, v in plan.stats.items() if k != "blocks"},
+        "overridden": pr.overridden,
+        "warnings": pr.warnings,
+    }
+
+
+def to_json(plan: Plan) -> str:
+    return json.dumps(plan_dict(plan), indent=2)
+
+
+def _money(x: float | None, cur: str) -> str:
+    return "-" if x is None else f"{x:,.2f} {cur}"
+
+
+def _table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
+    if df.empty:
+        return "  (none)"
+    return df.to_string(index=False, float_format=lambda v: floatfmt.format(v), na_rep="-")
+
+
+def to_table(plan: Plan) -> str:
+    """A readable terminal report."""
+    r = plan.result
+    pr = plan.problem
+    cur = pr.currency
+    lines = [
+        f"gpuopt plan: {pr.name}   (catalog {pr.catalog_version})",
+        f"status     {r.status.value}" + (f"  ({r.message})" if r.message and not r.status.has_plan else ""),
+    ]
+    if plan.status.has_plan:
+        gap = "-" if r.gap is None else f"{100 * r.gap:.4f} %"
+        lines += [
+            f"objective  {_money(plan.objective, cur)}  ({pr.objective}"
+            + (f", discount rate {pr.discount_rate:g}" if pr.objective == "npv" else "") + ")",
+            f"total cost {_money(plan.total_cost, cur)} over {pr.horizon_hours:,.0f} h"
+            f" ({pr.horizon_months:.1f} months)",
+            f"bound      {_money(r.bound, cur)}   gap {gap}",
+        ]
+    lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
+                 f"({plan.stats.get('variables', 0)} variables, {plan.stats.get('integer_variables', 0)} integer, "
+                 f"{plan.stats.get('constraints', 0)} constraints)")
+    for w in pr.warnings:
+        lines.append(f"warning    {w}")
+    if pr.overridden:
+        lines.append(f"overrides  {len(pr.overridden)} catalog offering(s) replaced: "
+                     + ", ".join(o["id"] for o in pr.overridden[:10]))
+    if not plan.status.has_plan:
+        return "\n".join(lines) + "\n"
+
+    periods = list(pr.periods.index)
+    com = plan.commitments.copy()
+    lines += ["", "Commitments (reserved and owned units)"]
+    cols = ["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
+            "months_after_horizon"]
+    lines.append(_table(com[cols] if len(com) else com, "{:,.1f}"))
+
+    lines += ["", "Inference replicas per period"]
+    inf = plan.inference
+    if len(inf):
+        pv = inf.pivot_table(index=["service", "offering", "config"], columns="period", values="replicas",
+                             aggfunc="sum", fill_value=0)
+        pv = pv.reindex(columns=[p for p in periods if p in pv.columns])
+        lines.append(pv.reset_index().to_string(index=False))
+    else:
+        lines.append("  (none)")
+
+    if len(plan.routing):
+        lines += ["", "Request routing (rps per bucket and configuration)"]
+        rt = plan.routing.pivot_table(index=["service", "bucket", "config", "offering"], columns="period",
+                                      values="rps", aggfunc="sum", fill_value=0.0)
+        rt = rt.reindex(columns=[p for p in periods if p in rt.columns])
+        lines.append(rt.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+
+    lines += ["", "Training schedule (cluster hours per period)"]
+    lines.append(_table(plan.training[["job", "period", "offering", "config", "gpus", "hours", "progress_hours"]]
+                        if len(plan.training) else plan.training, "{:,.1f}"))
+    if len(plan.training_summary):
+        lines += ["", "Training jobs"]
+        lines.append(_table(plan.training_summary, "{:,.1f}"))
+
+    lines += ["", f"Costs by pricing kind ({cur})"]
+    bp = plan.by_pricing()
+    bp = pd.concat([bp, pd.DataFrame([{"pricing": "total", "cost": bp["cost"].sum(), "pv": bp["pv"].sum()}])])
+    lines.append(_table(bp.rename(columns={"pv": "present_value"})))
+    lines += ["", f"Costs by workload ({cur}; shared capacity split by GPU-hours, unused capacity is (idle))"]
+    lines.append(_table(plan.by_workload().rename(columns={"pv": "present_value"})))
+    return "\n".join(lines) + "\n"
+
+
+CSV_TABLES = ("commitments", "inference", "routing", "training", "training_summary", "usage", "ledger",
+              "by_pricing", "by_workload", "summary")
+
+
+def write_csv(plan: Plan, out_dir: str | Path, force: bool = False) -> list[Path]:
+    """One CSV per table in ``out_dir``; refuses to overwrite files unless ``force``."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError("output path exists and is not a directory", field="-o", value=str(out))
+    targets = {name: out / f"{name}.csv" for name in CSV_TABLES}
+    existing = [str(p) for p in targets.values() if p.exists()]
+    if existing and not force:
+        raise InputError(f"would overwrite {len(existing)} existing file(s), e.g. {existing[0]}",
+                         field="-o", value=str(out), allowed="a new directory, or --force to overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    d = plan_dict(plan)
+    summary = pd.DataFrame([{k: d[k] for k in ("problem", "status", "objective_kind", "objective", "total_cost",
+                                                  "npv", "currency", "bound", "gap", "solver", "solve_seconds",
+                                                  "catalog_version")}])
+    frames = {
+        "commitments": plan.commitments, "inference": plan.inference, "routing": plan.routing,
+        "training": plan.training, "training_summary": plan.training_summary, "usage": plan.usage,
+        "ledger": plan.ledger, "summary": summary,
+        "by_pricing": plan.by_pricing() if plan.status.has_plan else pd.DataFrame(),
+        "by_workload": plan.by_workload() if plan.status.has_plan else pd.DataFrame(),
+    }
+    for name, path in targets.items():
+        frames[name].to_csv(path, index=False)
+    return list(targets.values())
