@@ -118,8 +118,8 @@ def audit(plan: Plan) -> list[str]:
             v.append(f"training {j.name}: placed on spot with waste ≥ {MAX_SPOT_WASTE}")
         progress = float((rows["hours"].to_numpy() * (1 - waste)).sum())
         need = float(hours_req[(j.name, c)])
-        if progress < need - TOL * max(1, need):
-            v.append(f"training {j.name}: progress {progress:g} h < required {need:g} h")
+        if abs(progress - need) > TOL * max(1, need):
+            v.append(f"training {j.name}: progress {progress:g} h != required {need:g} h")
 
     # --- capacity per offering and period ------------------------------------
     units_of = com.set_index("offering")["units"] if len(com) else pd.Series(dtype=float)

@@ -290,7 +290,7 @@ def add_training(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
                       keys=["job", "period"])
     m.add_constraints("training-progress",
                       [terms(hrs, ["job", "config"], hrs["progress"]), terms(sel, ["job", "config"], -sel["hours"])],
-                      ">=", 0.0, keys=["job", "config"])
+                      "==", 0.0, keys=["job", "config"])
     return {"select": sel, "run": run, "hours": hrs}
 
 

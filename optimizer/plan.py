@@ -233,12 +233,17 @@ def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
             c = r.gpus * o["price"] / o["G"] * r.hours
             add(r.offering, r.period, "rental", r.job, c, c * disc[r.period])
         elif r.pricing == "owned":
-            c = r.gpus * r.hours * o["energy_per_gpu_hour"] * (1 - o["idle_power_fraction"])
+            c = r.gpus * r.hours * o["energy_per_gpu_hour"]
             add(r.offering, r.period, "energy-busy", r.job, c, c * disc[r.period])
     for r in plan.inference[plan.inference["pricing"] == "owned"].itertuples():
         o = O.loc[r.offering]
-        c = r.gpus * P.at[r.period, "hours"] * o["energy_per_gpu_hour"] * (1 - o["idle_power_fraction"])
+        c = r.gpus * P.at[r.period, "hours"] * o["energy_per_gpu_hour"]
         add(r.offering, r.period, "energy-busy", r.service, c, c * disc[r.period])
+    # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
+    busy = (plan.inference.assign(gh=plan.inference["gpus"] * plan.inference["period"].map(P["hours"]))
+            .groupby(["offering", "period"])["gh"].sum()
+            .add(plan.training.assign(gh=plan.training["gpus"] * plan.training["hours"])
+                 .groupby(["offering", "period"])["gh"].sum(), fill_value=0.0))
     # reservations: paid every hour of the horizon, used or not
     for r in plan.commitments[plan.commitments["pricing"] == "reserved"].itertuples():
         o = O.loc[r.offering]
@@ -262,7 +267,8 @@ def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
             c = r.units * o["fixed_per_month"] * h / HOURS_PER_MONTH
             if c:
                 add(r.offering, p, "fixed", "", c, c * disc[p])
-            c = r.units * o["G"] * h * o["energy_per_gpu_hour"] * o["idle_power_fraction"]
+            idle_gh = r.units * o["G"] * h - float(busy.get((r.offering, p), 0.0))
+            c = idle_gh * o["energy_per_gpu_hour"] * o["idle_power_fraction"]
             if c:
                 add(r.offering, p, "energy-idle", "", c, c * disc[p])
     return pd.DataFrame(rows, columns=["offering", "pricing", "period", "item", "workload", "cost", "pv"])
