@@ -8,6 +8,7 @@ refused before parsing.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -27,6 +28,18 @@ class _NoAliasLoader(yaml.SafeLoader):
                 None, None, "YAML aliases (*name) are not allowed in gpuopt files", event.start_mark
             )
         return super().compose_node(parent, index)
+
+
+# YAML 1.1 (PyYAML) reads `1.0e11` and `1e9` as strings; YAML 1.2 and every user read them as numbers.
+_NoAliasLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_NoAliasLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)
+                 |[-+]?(?:[0-9][0-9_]*)?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                 |[-+]?\.(?:inf|Inf|INF)
+                 |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."),
+)
 
 
 def parse_yaml(text: str, file: str) -> object:
