@@ -50,6 +50,10 @@ def parse_yaml(text: str, file: str) -> object:
         mark = exc.problem_mark or exc.context_mark
         line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown line"
         problem = exc.problem or exc.context or "invalid YAML"
+        ctx = exc.context_mark
+        if exc.context and ctx is not None and (mark is None or ctx.line != mark.line):
+            # an unclosed bracket is reported at the end of the file; say where it was opened
+            problem += f" ({exc.context} started at line {ctx.line + 1}, column {ctx.column + 1})"
         raise InputError(f"YAML syntax error at {line}: {problem}", file=file) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", file=file) from None

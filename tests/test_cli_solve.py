@@ -1,0 +1,231 @@
+"""`gpuopt solve` through its real entry point: output contracts, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE = {
+    "name": "cli-toy",
+    "periods": [{"name": "p1", "hours": 100, "month": 0}, {"name": "p2", "hours": 100, "month": 1}],
+    "offerings": [
+        {"id": "od", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "on_demand",
+         "price_per_hour": 80},
+        {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "reserved",
+         "price_per_hour": 50, "term_months": 12},
+    ],
+    "inference": [{"name": "chat", "model": "llama-3.1-70b", "prompt_tokens": 1000, "output_tokens": 200,
+                   "demand_rps": {"p1": 10, "p2": 3},
+                   "profiles": [{"gpu": "H100-SXM", "gpus": 2, "rps": 1.0}]}],
+}
+
+
+def gpuopt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = shutil.which("gpuopt")
+    cmd = [exe] if exe else [sys.executable, "-m", "optimizer"]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def write(tmp_path: Path, data, name: str = "p.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def test_json_contract(tmp_path):
+    r = gpuopt("solve", str(write(tmp_path, BASE)), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    for key in ("status", "objective", "total_cost", "currency", "gap", "solver", "solve_seconds",
+                "commitments", "inference", "training", "costs"):
+        assert key in d
+    assert d["status"] == "optimal" and d["objective"] == pytest.approx(26_000)
+    assert d["total_cost"] == pytest.approx(sum(r["cost"] for r in d["costs"]["by_pricing"]))
+    assert {"offering", "pricing", "units", "new_units"} <= set(d["commitments"][0])
+    assert {"service", "period", "offering", "gpu", "replicas", "gpus", "rps"} <= set(d["inference"][0])
+    assert d["catalog_version"]
+
+
+def test_table_is_default(tmp_path):
+    r = gpuopt("solve", str(write(tmp_path, BASE)))
+    assert r.returncode == 0, r.stderr
+    assert "status     optimal" in r.stdout and "Costs by pricing kind" in r.stdout
+
+
+def test_csv_writes_tables_and_never_overwrites(tmp_path):
+    p = write(tmp_path, BASE)
+    out = tmp_path / "out"
+    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "inference.csv").exists() and (out / "by_pricing.csv").exists()
+    before = (out / "summary.csv").read_text()
+    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out), "--set", "offerings[od].price_per_hour=1")
+    assert r.returncode == 2 and "overwrite" in r.stderr and "Traceback" not in r.stderr
+    assert (out / "summary.csv").read_text() == before
+    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out), "--force")
+    assert r.returncode == 0
+
+
+def test_infeasible_exits_1_with_reason(tmp_path):
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    data["offerings"][0]["max_units"] = 1
+    data["offerings"][1]["max_units"] = 1
+    r = gpuopt("solve", str(write(tmp_path, data)), "--format", "json")
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["status"] == "infeasible"
+    # demand that no allowed offering can serve is named with its service and period
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    data["inference"][0]["profiles"][0]["gpus"] = 16  # a replica wider than any unit
+    r = gpuopt("solve", str(write(tmp_path, data)))
+    assert r.returncode == 1 and "inference[chat]" in r.stderr and "p1" in r.stderr
+
+
+def test_set_changes_a_copy_only(tmp_path):
+    p = write(tmp_path, BASE)
+    text = p.read_text()
+    r = gpuopt("solve", str(p), "--format", "json", "--set", "offerings[res].price_per_hour*=2")
+    assert r.returncode == 0
+    # reservations at 100 $/h no longer pay: 3 units in p1 + 1 in p2, all on demand = 32,000
+    assert json.loads(r.stdout)["objective"] == pytest.approx(32_000)
+    assert p.read_text() == text
+    r = gpuopt("solve", str(p), "--set", "offerings[nope].price_per_hour=1")
+    assert r.returncode == 2 and "nope" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("solver", ["highs", "scip"])
+def test_solvers_via_cli(tmp_path, solver):
+    r = gpuopt("solve", str(write(tmp_path, BASE)), "--format", "json", "--solver", solver)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)  # no solver banner may leak into stdout
+    assert d["objective"] == pytest.approx(26_000) and d["solver"] == solver
+
+
+def test_q3_example_solves_to_optimality():
+    r = gpuopt("solve", str(ROOT / "problems" / "q3.yaml"), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["status"] == "optimal" and d["gap"] == pytest.approx(0, abs=1e-6)
+    services = {row["service"] for row in d["inference"]}
+    assert {"chat", "assistant", "batch-summarize"} <= services
+    assert {row["job"] for row in d["training"]} == {"ft-chat-70b", "pretrain-8b"}
+
+
+# --- bad input: exit 2, a message naming file, field and value; never a traceback -----
+
+def _bad(tmp_path, text: str) -> subprocess.CompletedProcess:
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    r = gpuopt("solve", str(p))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "bad.yaml" in r.stderr
+    return r
+
+
+def _dump(mutate) -> str:
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    mutate(data)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def test_missing_file(tmp_path):
+    r = gpuopt("solve", str(tmp_path / "nope.yaml"))
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_empty_file(tmp_path):
+    assert "empty" in _bad(tmp_path, "").stderr
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    assert "line 3" in _bad(tmp_path, "name: x\nperiods:\n  - {name: p1, hours: 1\n").stderr
+
+
+def test_top_level_must_be_a_mapping(tmp_path):
+    assert "mapping" in _bad(tmp_path, "- 1\n- 2\n").stderr
+
+
+def test_wrong_type(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"][0].update(price_per_hour="cheap")))
+    assert "offerings[od].price_per_hour" in r.stderr and "cheap" in r.stderr
+
+
+def test_negative_number(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"][0].update(price_per_hour=-3)))
+    assert "offerings[od].price_per_hour" in r.stderr and "-3" in r.stderr
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_nan_and_infinity(tmp_path, value):
+    text = _dump(lambda d: None).replace("price_per_hour: 80", f"price_per_hour: {value}")
+    r = _bad(tmp_path, text)
+    assert "finite" in r.stderr and "price_per_hour" in r.stderr
+
+
+def test_demand_for_undefined_period(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["inference"][0]["demand_rps"].update({"p3": 1})))
+    assert "inference[chat].demand_rps.p3" in r.stderr and "unknown period" in r.stderr
+
+
+def test_duplicate_ids(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"].append(dict(d["offerings"][0]))))
+    assert "duplicate" in r.stderr and "offerings[od]" in r.stderr
+
+
+def test_unknown_gpu_suggests(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"][0].update(gpu="H100-SXN")))
+    assert "offerings[od].gpu" in r.stderr and "H100-SXN" in r.stderr and "did you mean 'H100-SXM'" in r.stderr
+
+
+def test_unknown_pricing_kind_suggests(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"][0].update(pricing="ondemand")))
+    assert "offerings[od].pricing" in r.stderr and "did you mean 'on_demand'" in r.stderr
+
+
+def test_unknown_key_suggests(tmp_path):
+    def typo(d):
+        d["offerings"][0]["prce_per_hour"] = d["offerings"][0].pop("price_per_hour")
+
+    r = _bad(tmp_path, _dump(typo))
+    assert "prce_per_hour" in r.stderr and "did you mean 'price_per_hour'" in r.stderr
+
+
+def test_unknown_model_suggests(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["inference"][0].update(model="llama-3.1-70")))
+    assert "inference[chat].model" in r.stderr and "did you mean" in r.stderr
+
+
+def test_field_of_another_pricing_kind(tmp_path):
+    r = _bad(tmp_path, _dump(lambda d: d["offerings"][0].update(capex=100)))
+    assert "capex" in r.stderr and "owned" in r.stderr
+
+
+def test_python_tag_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    r = _bad(tmp_path, f"name: !!python/object/apply:os.system ['touch {marker}']\nperiods: []\n")
+    assert not marker.exists()
+    assert "line 1" in r.stderr
+
+
+def test_alias_bomb_is_refused_fast(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi"))
+    r = _bad(tmp_path, bomb)
+    assert "aliases" in r.stderr
+
+
+def test_several_errors_reported_at_once(tmp_path):
+    def two(d):
+        d["offerings"][0]["price_per_hour"] = -1
+        d["periods"][0]["hours"] = "many"
+
+    r = _bad(tmp_path, _dump(two))
+    assert "price_per_hour" in r.stderr and "periods[p1].hours" in r.stderr
