@@ -23,6 +23,7 @@ from .schema import (
     ProblemFile,
     TrainingJob,
 )
+from .importers import load_offering_file
 from .yamlio import read_yaml
 
 HOURS_PER_MONTH = 730.0
@@ -262,25 +263,6 @@ def _check_numbers(node: object, file: str, path: str = "") -> None:
 # catalogs
 
 
-def _read_offering_file(path: Path, file_for_errors: str) -> list[Offering]:
-    """Offerings of one catalog file (``{offerings: [...]}`` or a bare list)."""
-    raw = read_yaml(path)
-    items = raw.get("offerings") if isinstance(raw, dict) else raw
-    if not isinstance(items, list):
-        raise InputError("an offering catalog must hold a list under `offerings:`", file=str(path))
-    defaults = {k: raw[k] for k in ("provider", "source", "date") if isinstance(raw, dict) and k in raw}
-    out: list[Offering] = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise InputError("each offering must be a mapping", file=str(path), field=f"offerings[{i}]", value=item)
-        merged = {**defaults, **item}
-        try:
-            out.append(Offering.model_validate(merged))
-        except ValidationError as exc:
-            raise validation_to_input_error(exc, {"offerings": items}, str(path)) from None
-    return out
-
-
 def _catalog_offerings(spec: ProblemFile, base: Path, file: str) -> tuple[list[Offering], list[str]]:
     offerings: list[Offering] = []
     origins: list[str] = []
@@ -301,7 +283,7 @@ def _catalog_offerings(spec: ProblemFile, base: Path, file: str) -> tuple[list[O
                 )
             files = [p]
         for f in files:
-            got = _read_offering_file(f, file)
+            got = load_offering_file(f)
             offerings.extend(got)
             origins.extend([str(f)] * len(got))
     return offerings, origins
@@ -461,8 +443,10 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
 
     warnings = []
     horizon_months = periods["hours"].sum() / HOURS_PER_MONTH
+    # only the file's own offerings: a catalog holds dozens of 1- and 3-year terms, and the plan
+    # reports the months left on any reservation it picks
     for oid, row in off[off["pricing"] == "reserved"].iterrows():
-        if row["term_months"] > horizon_months + 1e-9:
+        if origin_of[oid] == file and row["term_months"] > horizon_months + 1e-9:
             warnings.append(
                 f"offerings[{oid}]: reserved term of {int(row['term_months'])} months outlasts the "
                 f"{horizon_months:.1f}-month horizon; the plan reports the commitment left after it"

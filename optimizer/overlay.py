@@ -48,8 +48,8 @@ def parse_path(path: str) -> list[tuple[str, str | None]]:
 
 
 def _catalog_offering(raw: dict, oid: str, file: str) -> dict | None:
-    from .load import _read_offering_file
     from . import catalog as cat
+    from .importers import load_offering_file
 
     base = Path(file).parent
     for entry in raw.get("catalog") or []:
@@ -57,7 +57,7 @@ def _catalog_offering(raw: dict, oid: str, file: str) -> dict | None:
         for f in files:
             if not f.exists():
                 continue
-            for o in _read_offering_file(f, file):
+            for o in load_offering_file(f):
                 if o.id == oid:
                     return o.model_dump(exclude_none=True, mode="json")
     return None
