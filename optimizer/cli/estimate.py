@@ -1,8 +1,110 @@
-"""``gpuopt estimate inference|training`` (owned by the sizing work, issue 3)."""
+"""``gpuopt estimate inference|training`` (owned by the sizing work, issue 3).
+
+Size one configuration from the shipped catalogs: a model, a GPU type, a
+number of GPUs and a precision. A configuration that does not fit is a
+result (``fits: false``, exit 0), not an error; unknown names are input
+errors (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
 
 import click
+
+from ..errors import InputError
+from ..schema import PRECISIONS, is_power_of_two
+
+
+def _reference(efficiency: tuple[str, ...]):
+    from ..sizing import load_efficiency, load_gpus, load_models
+
+    over = {}
+    for item in efficiency:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InputError("expected NAME=VALUE", field="--efficiency", value=item)
+        try:
+            over[name.strip()] = float(value)
+        except ValueError:
+            raise InputError("efficiency values must be numbers", field=f"efficiency.{name.strip()}",
+                             value=value) from None
+    return load_models(), load_gpus(), load_efficiency(over)
+
+
+def _emit(result: dict, fmt: str, keys: list[str]) -> None:
+    if fmt == "json":
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in result.items()}
+        click.echo(json.dumps(clean, indent=2))
+        return
+    width = max(len(k) for k in result)
+    for k in keys + [k for k in result if k not in keys]:
+        v = result.get(k)
+        if isinstance(v, float):
+            v = f"{v:.4g}" if abs(v) < 1e6 else f"{v:.4e}"
+        click.echo(f"{k:<{width}}  {'-' if v is None else v}")
+
+
+_COMMON = [
+    click.option("--model", "-m", required=True, help="Model name or alias (catalogs/models.yaml)."),
+    click.option("--gpu", "-g", required=True, help="GPU type or alias (catalogs/gpus.csv)."),
+    click.option("--gpus", "-n", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="GPUs per replica (inference, tensor-parallel degree) or in the cluster (training)."),
+    click.option("--precision", "-p", type=click.Choice(PRECISIONS, case_sensitive=False), default="bf16",
+                 show_default=True),
+    click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True),
+    click.option("--efficiency", "-e", multiple=True, metavar="NAME=VALUE",
+                 help="Override a named efficiency factor (repeatable)."),
+]
+
+
+def _common(f):
+    for opt in reversed(_COMMON):
+        f = opt(f)
+    return f
 
 
 @click.group()
 def estimate() -> None:
     """Estimate VRAM, latency and throughput of one configuration."""
+
+
+@estimate.command("inference")
+@_common
+@click.option("--prompt-tokens", "-i", type=click.IntRange(min=1), required=True, help="Prompt length (ISL).")
+@click.option("--output-tokens", "-o", type=click.IntRange(min=1), required=True, help="Output length (OSL).")
+@click.option("--ttft-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TTFT SLO.")
+@click.option("--tpot-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TPOT SLO.")
+def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, output_tokens, ttft_ms, tpot_ms):
+    """One inference replica of GPUS GPUs (tensor parallel).
+
+    Without SLOs: the maximum-throughput point (largest batch that fits);
+    with them: the best point that meets them.
+    """
+    from ..sizing import estimate_inference, resolve_gpu, resolve_model
+
+    if not is_power_of_two(gpus):
+        raise InputError("GPUs per replica must be a power of two", field="--gpus", value=gpus)
+    models, gpu_table, eff = _reference(efficiency)
+    arch = resolve_model(model, models, field="--model")
+    spec = resolve_gpu(gpu, gpu_table, field="--gpu")
+    r = estimate_inference(arch, spec, gpus, precision.lower(), prompt_tokens, output_tokens, eff,
+                           ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+    r["slo"] = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
+    _emit(r, fmt, ["fits", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s", "rps"])
+
+
+@estimate.command("training")
+@_common
+@click.option("--tokens", "-t", type=click.FloatRange(min=0, min_open=True), required=True,
+              help="Training tokens (e.g. 1e11).")
+def training(model, gpu, gpus, precision, fmt, efficiency, tokens):
+    """A training run of TOKENS tokens on a cluster of GPUS GPUs."""
+    from ..sizing import estimate_training, resolve_gpu, resolve_model
+
+    models, gpu_table, eff = _reference(efficiency)
+    arch = resolve_model(model, models, field="--model")
+    spec = resolve_gpu(gpu, gpu_table, field="--gpu")
+    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff)
+    _emit(r, fmt, ["fits", "vram_gb_per_gpu", "tokens_per_s", "hours", "mfu", "layout"])

@@ -1,0 +1,197 @@
+"""Compare the analytic sizing model with measured figures.
+
+Usage::
+
+    python bench/calibrate.py /work/shared/data/calibration_figures.csv [--rows] [--set NAME=VALUE ...]
+
+Reads a CSV with columns ``kind, model, gpu, gpu_count, precision, metric,
+value, unit, conditions, source`` (kinds ``infer``, ``train``, ``memory``),
+predicts each figure with :mod:`optimizer.sizing` at the shipped efficiency
+defaults (plus any ``--set`` overrides) and prints, per kind and per metric,
+the median and worst relative error ``|predicted - measured| / measured``.
+``--rows`` also prints every row.
+
+Not imported by the test-suite (it reads data outside the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from optimizer.errors import InputError  # noqa: E402
+from optimizer.sizing import architecture as A  # noqa: E402
+from optimizer.sizing import inference as I  # noqa: E402
+from optimizer.sizing import training as T  # noqa: E402
+from optimizer.sizing.efficiency import load_efficiency  # noqa: E402
+from optimizer.sizing.hardware import load_gpus, resolve_gpu  # noqa: E402
+
+# GPU names of the calibration set that are not catalog aliases.
+GPU_NAMES = {
+    "A100-SXM4": "A100-80GB",      # Selene nodes are DGX A100 80GB (see the row's conditions)
+    "various (vLLM)": "H100-SXM",  # weights-only rows; the GPU does not matter
+}
+
+# Architectures of the calibration set that are not in the shipped catalog
+# (GPT-3 style: tied embeddings, plain 4h GeLU MLP; biases and learned
+# positions ignored, < 0.1 % of parameters).
+EXTRA_MODELS = [
+    {"name": "gpt-3-175b", "aliases": ["GPT-3-175B"], "layers": 96, "hidden_size": 12288, "heads": 96,
+     "kv_heads": 96, "head_dim": 128, "ffn_size": 49152, "vocab_size": 51200, "tied_embeddings": True,
+     "gated_mlp": False, "source": "Narayanan et al. 2021 Table 1"},
+    {"name": "gpt-530b", "aliases": ["GPT-530B", "MT-NLG-530B"], "layers": 105, "hidden_size": 20480,
+     "heads": 128, "kv_heads": 128, "head_dim": 160, "ffn_size": 81920, "vocab_size": 51200,
+     "tied_embeddings": True, "gated_mlp": False, "source": "Narayanan et al. 2021 Table 1; MT-NLG paper"},
+]
+
+PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8"}
+
+
+def _model_name(raw: str) -> str:
+    # "Llama-3.1-8B (R1-Distill)" -> "Llama-3.1-8B"; "Llama-3-8B-Instruct" is an alias.
+    return re.sub(r"\s*\(.*\)$", "", raw).strip()
+
+
+def _num(pattern: str, text: str, default=None):
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else default
+
+
+def megatron_flops_per_token(arch, s: float) -> float:
+    """Narayanan et al. 2021 hardware FLOPs per token with full recompute: 96 L h^2 (1 + s/6h + V/16Lh)."""
+    L, h, V = arch.layers, arch.hidden_size, arch.vocab_size
+    return 96.0 * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+
+
+def predict(row, models, gpus, eff) -> tuple[float | None, str]:
+    """Predicted value of one calibration row (and a note)."""
+    arch = A.resolve_model(_model_name(row.model), models)
+    gpu = resolve_gpu(GPU_NAMES.get(row.gpu, row.gpu), gpus)
+    prec = PRECISIONS[row.precision]
+    cond = str(row.conditions)
+    n = int(row.gpu_count)
+    if row.kind in ("infer", "memory"):
+        tp = int(_num(r"TP=(\d+)", cond, n))
+        rep = I.replica(arch, gpu, tp, prec, eff)
+        if rep is None:
+            return None, "precision unsupported"
+        isl, osl = _num(r"ISL=(\d+)", cond), _num(r"OSL=(\d+)", cond)
+        if row.metric == "static_batch_output_throughput_per_gpu":
+            batch = int(_num(r"batch=(\d+)", cond))
+            note = "" if rep.max_batch(int(isl), int(osl)) >= batch else \
+                f"batch {batch} > modelled C_max {rep.max_batch(int(isl), int(osl))}"
+            return rep.static_batch(batch, int(isl), int(osl))["output_tokens_per_s_per_gpu"], note
+        if row.metric == "ttft_batch1":
+            return float(rep.prefill_s(int(isl))) * 1e3, ""
+        gib = I.GIB
+        if row.metric == "weights_loaded":
+            return rep.weights_gpu / gib, ""
+        if row.metric == "activation_peak_profiled":
+            return rep.workspace_gpu / gib, ""
+        if row.metric == "gpu_total_memory_reported":
+            return gpu.vram_bytes / gib, ""
+        if row.metric == "kv_cache_allocated":
+            util = _num(r"gpu_memory_utilization ([0-9.]+)", cond, eff["vram_usable_fraction"])
+            return (gpu.vram_bytes * util - rep.static_gpu) / gib, ""
+        return None, f"unknown metric {row.metric}"
+    if row.kind == "train":
+        seq = _num(r"seq (\d+)", cond, eff["train_sequence_tokens"])
+        over = {"train_sequence_tokens": seq}
+        gb = _num(r"global batch (\d+)", cond)
+        if gb:
+            over["train_global_batch_tokens"] = gb * seq
+        mtok = _num(r"(\d+)M tokens/batch", cond)
+        if mtok:
+            over["train_global_batch_tokens"] = mtok * 2**20
+        e = eff.with_overrides(over)
+        r = T.estimate_training(arch, gpu, n, prec, 1.0, e)
+        if not r["fits"]:
+            return None, r.get("reason", "does not fit")
+        tps = r["tokens_per_s"]
+        note = r["layout"]
+        if row.metric == "mfu":
+            return r["mfu"] * 100.0, note
+        if row.metric == "model_tflops_per_gpu":
+            return T.flops_per_token(arch, seq) * tps / n / 1e12, note
+        if row.metric == "achieved_tflops_per_gpu":
+            # Megatron reports hardware FLOPs incl. recomputation (their eq. 3).
+            return megatron_flops_per_token(arch, seq) * tps / n / 1e12, note
+        if row.metric == "est_days_for_300B_tokens":
+            return 300e9 / tps / 86400.0, note
+        if row.metric == "iteration_time":
+            return over["train_global_batch_tokens"] / tps, note
+        return None, f"unknown metric {row.metric}"
+    return None, f"unknown kind {row.kind}"
+
+
+def evaluate(csv_path: str, overrides: dict[str, float] | None = None) -> pd.DataFrame:
+    """Every row of ``csv_path`` with ``predicted`` and ``error`` (relative, signed)."""
+    data = pd.read_csv(csv_path)
+    eff = load_efficiency(overrides or {})
+    models = A.load_models(EXTRA_MODELS)
+    gpus = load_gpus()
+    preds, notes = [], []
+    for row in data.itertuples(index=False):
+        try:
+            p, note = predict(row, models, gpus, eff)
+        except InputError as exc:
+            p, note = None, str(exc)
+        preds.append(p)
+        notes.append(note)
+    data["predicted"] = preds
+    data["error"] = (data["predicted"] - data["value"]) / data["value"]
+    data["note"] = notes
+    return data
+
+
+def summary(data: pd.DataFrame, by: str) -> pd.DataFrame:
+    ok = data.dropna(subset=["error"])
+    g = ok.assign(abs_error=ok["error"].abs()).groupby(by)["abs_error"]
+    return pd.DataFrame({"rows": g.size(), "median_error_pct": g.median() * 100,
+                         "worst_error_pct": g.max() * 100}).round(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override an efficiency factor (repeatable)")
+    args = ap.parse_args(argv)
+    over = {}
+    for item in args.set:
+        k, _, v = item.partition("=")
+        over[k.strip()] = float(v)
+    data = evaluate(args.csv, over)
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_rows", 500)
+    if args.rows:
+        cols = ["kind", "model", "gpu", "gpu_count", "precision", "metric", "value", "predicted", "error", "note"]
+        show = data[cols].copy()
+        show["conditions"] = data["conditions"].str.extract(r"(TP=\d+; (?:batch=\d+; )?ISL=\d+(?:; OSL=\d+)?)")[0]
+        show["predicted"] = show["predicted"].astype(float).round(2)
+        show["error"] = (show["error"] * 100).round(1)
+        print(show.to_string(index=False))
+        print()
+    missing = data[data["error"].isna()]
+    if len(missing):
+        print(f"{len(missing)} rows not predicted:")
+        print(missing[["kind", "model", "gpu", "metric", "note"]].to_string(index=False))
+        print()
+    print("By kind (|predicted - measured| / measured):")
+    print(summary(data, "kind").to_string())
+    print()
+    print("By metric:")
+    print(summary(data, ["kind", "metric"]).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""Candidate configurations for the MIP: the interface the formulation calls.
+
+``inference_candidates`` sizes one service on every offered GPU type, every
+tensor-parallel degree 1, 2, 4, 8 and every allowed precision the GPU
+supports, and keeps the configurations that fit and meet the service's
+SLOs, one row per request bucket they can serve. ``training_candidates``
+sizes one job on every offered GPU type and every cluster size it allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..errors import InputError
+from .architecture import ModelArch, load_models, resolve_model
+from .efficiency import Efficiency, load_efficiency
+from .hardware import GpuSpec, load_gpus, resolve_gpu
+from .inference import best_point, replica
+from .training import estimate_training
+
+TP_DEGREES = (1, 2, 4, 8)
+
+INFERENCE_COLUMNS = ["gpu", "gpus", "precision", "bucket", "rps", "max_batch", "ttft_ms", "tpot_ms",
+                     "vram_gb_per_gpu"]
+TRAINING_COLUMNS = ["gpu", "gpus", "precision", "hours", "tokens_per_s", "mfu", "vram_gb_per_gpu", "layout"]
+
+
+def load_reference(problem: schema.ProblemFile, file: str) -> tuple[dict[str, ModelArch], dict[str, GpuSpec], Efficiency]:
+    """Catalog architectures, GPU types and efficiency factors with the problem's inline
+    ``models:``/``gpus:`` entries and ``efficiency:`` overrides applied.
+
+    Returns ``(models, gpus, eff)`` to pass to :func:`inference_candidates`
+    and :func:`training_candidates`. Errors name ``file`` and the field.
+    """
+    try:
+        models = load_models(problem.models, file=file)
+        gpus = load_gpus(problem.gpus, file=file)
+        eff = load_efficiency(problem.efficiency, file=file)
+    except InputError as exc:
+        raise exc.with_file(file) from None
+    return models, gpus, eff
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    types = {"gpu": object, "gpus": "int64", "precision": object, "bucket": object, "layout": object,
+             "max_batch": "int64"}
+    return pd.DataFrame({c: pd.Series(dtype=types.get(c, float)) for c in columns})
+
+
+def inference_candidates(service: schema.InferenceService, gpu_names: list[str], *, models: dict,
+                         gpus: dict, eff) -> pd.DataFrame:
+    """Configurations that fit and meet ``service``'s SLOs, with rps per replica per bucket.
+
+    Parameters
+    ----------
+    service
+        The inference service (model, allowed precisions, buckets, SLOs).
+    gpu_names
+        GPU types some offering provides (names or aliases).
+    models, gpus, eff
+        From :func:`load_reference`.
+
+    Returns
+    -------
+    DataFrame
+        One row per (gpu, gpus, precision, bucket): ``rps`` (> 0, requests/s
+        one replica sustains at the best batch meeting the SLOs) and the
+        info columns ``max_batch``, ``ttft_ms``, ``tpot_ms``,
+        ``vram_gb_per_gpu``. Configurations with more GPUs per replica and
+        no more rps in every bucket than a smaller one of the same GPU type
+        and precision are pruned.
+    """
+    arch = resolve_model(service.model, models, field=f"inference[{service.name}].model")
+    ttft, tpot = service.slo.ttft_ms, service.slo.tpot_ms
+    buckets = service.buckets
+    rows = []
+    for name in dict.fromkeys(gpu_names):
+        gpu = resolve_gpu(name, gpus, field=f"inference[{service.name}]")
+        for precision in dict.fromkeys(service.precisions):
+            for tp in TP_DEGREES:
+                rep = replica(arch, gpu, tp, precision, eff)
+                if rep is None:
+                    break  # the GPU has no units for this precision
+                for b in buckets:
+                    isl, osl = b.prompt_tokens, b.output_tokens
+                    if rep.max_batch(isl, osl) < 1:
+                        continue
+                    m = rep.serve(isl, osl)
+                    i = best_point(m, ttft, tpot)
+                    if i is None or not m["rps"][i] > 0:
+                        continue
+                    rows.append((gpu.name, tp, precision, b.name, float(m["rps"][i]), int(m["batch"][i]),
+                                 float(m["ttft_ms"][i]), float(m["tpot_ms"][i]),
+                                 float(m["vram_gb_per_gpu"][i])))
+    rows = _prune_dominated(rows)
+    if not rows:
+        return _empty(INFERENCE_COLUMNS)
+    return pd.DataFrame(rows, columns=INFERENCE_COLUMNS)
+
+
+def _prune_dominated(rows: list[tuple]) -> list[tuple]:
+    """Drop a configuration when a smaller one (same GPU type and precision) has at least
+    its rps in every bucket it serves. Rows are (gpu, gpus, precision, bucket, rps, ...)."""
+    table: dict[tuple, dict[int, dict[str, float]]] = {}
+    for r in rows:
+        table.setdefault((r[0], r[2]), {}).setdefault(r[1], {})[r[3]] = r[4]
+    dropped = set()
+    for key, by_size in table.items():
+        sizes = sorted(by_size)
+        for j, big in enumerate(sizes):
+            served = by_size[big]
+            for small in sizes[:j]:
+                have = by_size[small]
+                if all(b in have and have[b] >= v for b, v in served.items()):
+                    dropped.add((key, big))
+                    break
+    return [r for r in rows if ((r[0], r[2]), r[1]) not in dropped]
+
+
+def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models: dict, gpus: dict,
+                        eff) -> pd.DataFrame:
+    """Cluster configurations that fit, with wall-clock hours at full speed.
+
+    Returns
+    -------
+    DataFrame
+        One row per (gpu, gpus) with ``precision`` (the job's), ``hours``
+        (to train ``job.tokens`` without interruptions), and the info columns
+        ``tokens_per_s`` (cluster), ``mfu``, ``vram_gb_per_gpu``, ``layout``.
+    """
+    arch = resolve_model(job.model, models, field=f"training[{job.name}].model")
+    rows = []
+    for name in dict.fromkeys(gpu_names):
+        gpu = resolve_gpu(name, gpus, field=f"training[{job.name}]")
+        if not gpu.supports_training(job.precision):
+            continue
+        for n in sorted(set(job.cluster_gpus)):
+            r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff)
+            if r["fits"]:
+                rows.append((gpu.name, n, job.precision, r["hours"], r["tokens_per_s"], r["mfu"],
+                             r["vram_gb_per_gpu"], r["layout"]))
+    if not rows:
+        return _empty(TRAINING_COLUMNS)
+    return pd.DataFrame(rows, columns=TRAINING_COLUMNS)

@@ -1,0 +1,344 @@
+"""Inference sizing: VRAM, TTFT, TPOT and requests/s of one replica.
+
+A replica is ``tp`` GPUs of one type running one model copy with tensor
+parallelism (weights and KV heads split over the ranks). Everything is a
+roofline: each phase takes the longer of its compute time (FLOPs over the
+achieved share of the dense peak) and its memory time (bytes over the
+achieved share of HBM bandwidth), plus tensor-parallel all-reduces and a
+fixed scheduler time per engine step. All functions are vectorised over the
+concurrency ``C`` (running sequences), so one call evaluates every batch
+size of a configuration at once.
+
+Memory per GPU::
+
+    weights/tp + activation workspace + runtime overhead + KV cache
+    KV per token per GPU = KV bytes per token / min(tp, KV heads)   (MLA: not split)
+    C_max = floor((usable - weights/tp - workspace - overhead) / (KV per token per GPU x (ISL + OSL)))
+
+Steady state at concurrency C for a request of ISL prompt and OSL output
+tokens (continuous batching; average context ISL + OSL/2)::
+
+    t_step(C) = max(weight bytes read / (tp x BW x e_bw) + KV bytes read / (BW x e_kv),
+                    decode FLOPs / (tp x peak x e_dec))
+                + 2 x layers x all-reduce(C x hidden) + t_sched
+    TPOT(C)   = t_step(C) + (C / OSL) x prefill work of one prompt   (prompts mixed into steps)
+    rps(C)    = C / (OSL x TPOT(C))
+    TTFT(C)   = prefill(ISL) + (ceil(ISL / chunk) + 1/2) x t_step(C - 1)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .architecture import ModelArch, arch_stats
+from .efficiency import Efficiency
+from .hardware import SERVING_FORMATS, GpuSpec
+
+GIB = 2.0**30
+
+_WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
+
+
+def weight_bytes_per_param(precision: str, eff: Efficiency) -> float:
+    """Bytes per (non-embedding) weight when serving in ``precision``."""
+    if precision == "int4":
+        return eff["int4_weight_bytes_per_param"]
+    if precision == "fp4":
+        return eff["fp4_weight_bytes_per_param"]
+    return _WEIGHT_BYTES[precision]
+
+
+def kv_bytes_per_elem(precision: str, eff: Efficiency) -> float:
+    """Bytes per KV-cache element: 4 for fp32, 8-bit for W8A8/fp4 serving, else 2."""
+    if precision == "fp32":
+        return 4.0
+    if precision in ("fp8", "int8", "fp4"):
+        return eff["kv_cache_bytes_8bit"]
+    return 2.0
+
+
+def prefill_mfu(precision: str, eff: Efficiency) -> float:
+    compute = SERVING_FORMATS[precision][1]
+    if compute in ("fp8", "int8"):
+        return eff["prefill_mfu_8bit"]
+    if compute == "fp4":
+        return eff["prefill_mfu_4bit"]
+    return eff["prefill_mfu_16bit"]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Per-replica constants of one (model, GPU type, TP degree, precision).
+
+    Byte and FLOP figures are per replica unless named ``*_gpu``. Built by
+    :func:`replica`; ``None`` there means the precision is not supported.
+    """
+
+    arch: ModelArch
+    gpu: GpuSpec
+    tp: int
+    precision: str
+    eff: Efficiency
+    weights_gpu: float           # bytes of weights on each GPU
+    kv_tok_gpu: float            # KV-cache bytes per token on each GPU
+    workspace_gpu: float         # activation workspace bytes per GPU
+    overhead_gpu: float          # runtime overhead bytes per GPU
+    usable_gpu: float            # usable bytes per GPU
+    read_fixed: float            # bytes every decode step reads (replica): all but routed experts, input embedding
+    read_experts: float          # bytes of routed experts (replica)
+    lin_flops_tok: float         # matmul FLOPs per token, excluding the LM head
+    head_flops_tok: float        # LM-head FLOPs per token whose logits are needed
+    peak: float                  # dense peak FLOP/s of one GPU for this precision
+    bw: float                    # HBM bytes/s of one GPU
+    act_bytes: float             # bytes per activation element
+    # efficiency factors and shape constants, looked up once (hot loops use them)
+    e_bw: float = 0.0            # achieved bandwidth share, weights
+    e_kv: float = 0.0            # achieved bandwidth share, KV cache
+    e_dec: float = 0.0           # achieved compute share, decode
+    e_pf: float = 0.0            # achieved compute share, prefill
+    sched_s: float = 0.0         # fixed time per engine step
+    ar_latency_s: float = 0.0    # fixed time per all-reduce
+    ar_bw: float = 1.0           # achieved one-direction link bytes/s
+    chunk_tokens: float = 1.0    # prompt tokens per engine step
+    pair_prefill: float = 0.0    # attention FLOPs per (query, key) pair per layer, prefill
+    pair_decode: float = 0.0     # same, decode
+    moe_k_over_e: float = 0.0    # routed experts per token / routed experts (0 = dense)
+
+    # -- memory ---------------------------------------------------------------
+    @property
+    def static_gpu(self) -> float:
+        """Bytes per GPU before any KV cache."""
+        return self.weights_gpu + self.workspace_gpu + self.overhead_gpu
+
+    def max_batch(self, isl: int, osl: int) -> int:
+        """Most concurrent sequences of ISL+OSL tokens whose KV cache fits (0 = none)."""
+        free = self.usable_gpu - self.static_gpu
+        if free <= 0:
+            return 0
+        n = int(free // (self.kv_tok_gpu * (isl + osl)))
+        return max(0, min(n, int(self.eff["max_batch_seqs"])))
+
+    def vram_gb(self, batch, isl: int, osl: int):
+        """GB used per GPU with ``batch`` sequences of ISL+OSL tokens resident."""
+        return (self.static_gpu + np.asarray(batch) * self.kv_tok_gpu * (isl + osl)) / 1e9
+
+    # -- time -----------------------------------------------------------------
+    def allreduce_s(self, nbytes):
+        """Ring all-reduce time of ``nbytes`` over the TP group (0 without TP)."""
+        if self.tp == 1:
+            return 0.0 * np.asarray(nbytes, dtype=float)
+        ring = 2.0 * np.asarray(nbytes, dtype=float) * (self.tp - 1) / self.tp
+        return self.ar_latency_s + ring / self.ar_bw
+
+    def experts_touched(self, tokens):
+        """Expected share of routed experts a step touches with ``tokens`` tokens (uniform routing)."""
+        if not self.moe_k_over_e:
+            return 0.0 * np.asarray(tokens, dtype=float)
+        return 1.0 - (1.0 - self.moe_k_over_e) ** np.asarray(tokens, dtype=float)
+
+    def prefill_compute_s(self, tokens, seq_len, seqs):
+        """Compute-bound prefill time: linear layers, causal attention and LM head of ``seqs`` prompts."""
+        tokens = np.asarray(tokens, float)
+        attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0
+        flops = self.lin_flops_tok * tokens + self.head_flops_tok * seqs + attn
+        return flops / (self.tp * self.peak * self.e_pf)
+
+    def prefill_s(self, seq_len: int, seqs=1):
+        """Latency of prefilling ``seqs`` prompts of ``seq_len`` tokens in one go (batch-1 TTFT when seqs=1).
+
+        max(compute, weights read once) + 2 all-reduces per layer + one step overhead.
+        """
+        tokens = np.asarray(seqs, float) * seq_len
+        compute = self.prefill_compute_s(tokens, seq_len, seqs)
+        read = self.read_fixed + self.read_experts * self.experts_touched(tokens)
+        memory = read / (self.tp * self.bw * self.e_bw)
+        comm = 2 * self.arch.layers * self.allreduce_s(tokens * self.arch.hidden_size * self.act_bytes)
+        return np.maximum(compute, memory) + comm + self.sched_s
+
+    def prefill_work_s(self, seq_len: int):
+        """Replica time one prompt adds when it is mixed into running steps (compute + all-reduce)."""
+        compute = self.prefill_compute_s(seq_len, seq_len, 1)
+        comm = 2 * self.arch.layers * self.allreduce_s(seq_len * self.arch.hidden_size * self.act_bytes)
+        return compute + comm
+
+    def decode_step_s(self, batch, context):
+        """One decode step for ``batch`` sequences with mean cached context ``context`` tokens.
+
+        Memory time = weights read (routed experts only as touched) over
+        tp x BW x e_bw, plus the KV cache read over BW x e_kv per GPU;
+        compute time = (2 x active params + attention over the cache) FLOPs
+        over tp x peak x e_dec; the step takes the longer, plus 2 all-reduces
+        per layer and the scheduler overhead.
+        """
+        b = np.asarray(batch, dtype=float)
+        read = self.read_fixed + self.read_experts * self.experts_touched(b) if self.moe_k_over_e \
+            else self.read_fixed
+        t_weights = read / (self.tp * self.bw * self.e_bw)
+        t_kv = b * (context * self.kv_tok_gpu / (self.bw * self.e_kv))
+        flops = b * (self.lin_flops_tok + self.head_flops_tok + context * self.arch.layers * self.pair_decode)
+        t_compute = flops / (self.tp * self.peak * self.e_dec)
+        step = np.maximum(t_weights + t_kv, t_compute) + self.sched_s
+        if self.tp > 1:
+            step = step + 2 * self.arch.layers * self.allreduce_s(b * self.arch.hidden_size * self.act_bytes)
+        return np.where(b > 0, step, 0.0)
+
+    # -- serving --------------------------------------------------------------
+    def serve(self, isl: int, osl: int, batches=None) -> dict:
+        """Steady-state metrics at each concurrency in ``batches`` (default 1..C_max).
+
+        Returns a dict of arrays: ``batch``, ``ttft_ms``, ``tpot_ms``, ``rps``,
+        ``output_tokens_per_s`` (replica), ``vram_gb_per_gpu``.
+        """
+        if batches is None:
+            c = np.arange(0.0, self.max_batch(isl, osl) + 1.0)   # 0..C_max; 0 gives step(C-1) at C=1
+            step_all = self.decode_step_s(c, isl + osl / 2.0)
+            c, step, step_prev = c[1:], step_all[1:], step_all[:-1]
+        else:
+            c = np.asarray(batches, dtype=float)
+            step = self.decode_step_s(c, isl + osl / 2.0)
+            step_prev = self.decode_step_s(c - 1, isl + osl / 2.0)
+        tpot = step + c * (float(self.prefill_work_s(isl)) / osl)
+        rps = c / (osl * tpot)
+        chunks = math.ceil(isl / self.chunk_tokens)
+        ttft = float(self.prefill_s(isl)) + (chunks + 0.5) * step_prev
+        return {
+            "batch": c.astype(int),
+            "ttft_ms": ttft * 1e3,
+            "tpot_ms": tpot * 1e3,
+            "rps": rps,
+            "output_tokens_per_s": rps * osl,
+            "vram_gb_per_gpu": (self.static_gpu + c * (self.kv_tok_gpu * (isl + osl))) / 1e9,
+        }
+
+    def static_batch(self, batch: int, isl: int, osl: int) -> dict:
+        """A static batch (TRT-LLM gptSessionBenchmark): prefill all, then OSL decode steps.
+
+        Output tokens/s per GPU = batch x OSL / (prefill + OSL x t_step at mean context) / tp.
+        """
+        total = self.prefill_s(isl, batch) + osl * self.decode_step_s(batch, isl + osl / 2.0)
+        return {"seconds": float(total), "output_tokens_per_s_per_gpu": float(batch * osl / total / self.tp)}
+
+
+@functools.lru_cache(maxsize=4096)
+def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficiency) -> Replica | None:
+    """Per-replica constants, or ``None`` when ``gpu`` cannot run ``precision``.
+
+    Weights: non-embedding parameters at the precision's bytes, embedding and
+    LM head at 16 bit when quantised (fp32 keeps 4 bytes), all split over tp.
+    """
+    if not gpu.supports(precision):
+        return None
+    st = arch_stats(arch)
+    bw_param = weight_bytes_per_param(precision, eff)
+    emb_bytes = 4.0 if precision == "fp32" else 2.0
+    act_bytes = 4.0 if precision == "fp32" else 2.0
+    body = st.params_total - st.params_embedding
+    weights = body * bw_param + st.params_embedding * emb_bytes
+    kv_tok = st.kv_elems_per_token * kv_bytes_per_elem(precision, eff) / min(tp, st.kv_shards)
+    if arch.is_moe:
+        ffn = max(arch.ffn_size if arch.dense_layers else 0,
+                  (arch.experts_per_token + arch.shared_experts) * (arch.expert_ffn_size or arch.ffn_size))
+    else:
+        ffn = arch.ffn_size
+    per_tok = (eff["act_bytes_per_token_hidden"] * arch.hidden_size
+               + eff["act_bytes_per_token_ffn"] * ffn / tp) * act_bytes / 2.0
+    workspace = eff["max_batched_tokens"] * per_tok
+    overhead = (eff["runtime_overhead_gib"] + (eff["comm_buffer_gib"] if tp > 1 else 0.0)) * GIB
+    experts = st.params_expert * bw_param
+    lm_head = st.params_lm_head * emb_bytes
+    input_emb = 0.0 if arch.tied_embeddings else st.params_lm_head * emb_bytes
+    read_fixed = weights - experts - input_emb   # LM head read every step, input table only by row
+    # Per-token matmul FLOPs: 2 x active params that multiply (not the input embedding lookup).
+    lin = 2.0 * (st.params_active - st.params_embedding)
+    return Replica(
+        arch=arch, gpu=gpu, tp=tp, precision=precision, eff=eff,
+        weights_gpu=weights / tp, kv_tok_gpu=kv_tok, workspace_gpu=workspace, overhead_gpu=overhead,
+        usable_gpu=gpu.vram_bytes * eff["vram_usable_fraction"],
+        read_fixed=read_fixed, read_experts=experts,
+        lin_flops_tok=lin, head_flops_tok=2.0 * st.params_lm_head,
+        peak=gpu.peak_tflops(SERVING_FORMATS[precision][1]) * 1e12, bw=gpu.bw_bytes_s,
+        act_bytes=act_bytes,
+        e_bw=eff["decode_bw_fraction"], e_kv=eff["kv_bw_fraction"], e_dec=eff["decode_mfu"],
+        e_pf=prefill_mfu(precision, eff), sched_s=eff["sched_overhead_ms"] * 1e-3,
+        ar_latency_s=eff["allreduce_latency_us"] * 1e-6, ar_bw=gpu.link_bytes_s * eff["comm_bw_fraction"],
+        chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
+        pair_decode=st.attn_pair_flops_decode,
+        moe_k_over_e=(arch.experts_per_token / arch.experts) if arch.is_moe else 0.0,
+    )
+
+
+def best_point(metrics: dict, ttft_ms: float | None = None, tpot_ms: float | None = None) -> int | None:
+    """Index of the highest-rps concurrency meeting both SLOs (``None`` if none does).
+
+    Without SLOs this is the maximum-throughput point (normally the largest
+    batch that fits). Ties go to the smaller batch (lower latency).
+    """
+    ok = None
+    if ttft_ms is not None:
+        ok = metrics["ttft_ms"] <= ttft_ms
+    if tpot_ms is not None:
+        ok = metrics["tpot_ms"] <= tpot_ms if ok is None else ok & (metrics["tpot_ms"] <= tpot_ms)
+    rps = metrics["rps"]
+    if ok is not None:
+        if not ok.any():
+            return None
+        rps = np.where(ok, rps, -np.inf)
+    if len(rps) == 0:
+        return None
+    return int(np.argmax(rps))
+
+
+def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, isl: int, osl: int,
+                       eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None) -> dict:
+    """One configuration, one request size: the ``gpuopt estimate inference`` result.
+
+    Returns ``fits`` (the weights and one sequence fit and some batch meets
+    the SLOs), ``vram_gb_per_gpu``, ``max_batch``, ``ttft_ms``, ``tpot_ms``,
+    ``output_tokens_per_s`` (whole replica), ``rps``, and ``reason`` when it
+    does not fit.
+    """
+    out = {"model": arch.name, "gpu": gpu.name, "gpus": tp, "precision": precision,
+           "prompt_tokens": isl, "output_tokens": osl, "fits": False, "vram_gb_per_gpu": None,
+           "max_batch": 0, "ttft_ms": None, "tpot_ms": None, "output_tokens_per_s": 0.0, "rps": 0.0,
+           "weights_gb_per_gpu": None, "kv_cache_bytes_per_token_per_gpu": None}
+    rep = replica(arch, gpu, tp, precision, eff)
+    if rep is None:
+        out["reason"] = f"{gpu.name} has no {precision} units"
+        return out
+    out["weights_gb_per_gpu"] = round(rep.weights_gpu / 1e9, 3)
+    out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_gpu
+    cmax = rep.max_batch(isl, osl)
+    if cmax < 1:
+        need = rep.vram_gb(1, isl, osl)
+        out["vram_gb_per_gpu"] = round(float(need), 3)
+        out["reason"] = (f"needs {float(need):.1f} GB per GPU for one sequence; "
+                         f"{rep.usable_gpu / 1e9:.1f} GB usable")
+        return out
+    m = rep.serve(isl, osl)
+    i = best_point(m, ttft_ms, tpot_ms)
+    if i is None:
+        j = 0  # report the lowest-latency point to show how far off the SLOs are
+        out.update(_point(m, j))
+        out["max_batch"] = 0
+        out["rps"] = 0.0
+        out["output_tokens_per_s"] = 0.0
+        out["reason"] = "no batch size meets the SLOs"
+        return out
+    out.update(_point(m, i))
+    out["fits"] = True
+    return out
+
+
+def _point(m: dict, i: int) -> dict:
+    return {
+        "max_batch": int(m["batch"][i]),
+        "ttft_ms": round(float(m["ttft_ms"][i]), 3),
+        "tpot_ms": round(float(m["tpot_ms"][i]), 3),
+        "rps": float(m["rps"][i]),
+        "output_tokens_per_s": float(m["output_tokens_per_s"][i]),
+        "vram_gb_per_gpu": round(float(m["vram_gb_per_gpu"][i]), 3),
+    }

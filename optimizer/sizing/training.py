@@ -1,0 +1,162 @@
+"""Training sizing: memory per GPU, a parallel layout that fits, and wall-clock time.
+
+For a cluster of ``n`` GPUs the model enumerates layouts -- tensor-parallel
+degree ``t`` (inside one node, with sequence parallelism), pipeline degree
+``p``, data-parallel degree ``d = n / (t p)``, ZeRO stage 1 or 3 (FSDP) and
+activation recomputation off or full -- keeps those that fit in memory and
+picks the fastest.
+
+Memory per GPU (Psi = total params / (t p))::
+
+    ZeRO-1:  (weights+grads bytes) x Psi + optimizer bytes x Psi / d
+    ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)
+    activations, no recompute:   c x s x b x h x L / t    (1F1B keeps L layers' worth per stage)
+    activations, full recompute: 2 x s x b x h x L / t + c x s x b x h / t (one layer live)
+    + fp32 logits 4 x s x b x V / t + misc
+
+Time::
+
+    FLOPs per token = 6 x active params + 6 x L x s x (attention pair FLOPs / 4)   (causal attention)
+    tokens/s = n x peak_bf16 x MFU(generation) x scaling(n) x [fp8 speed-up] x [FSDP factor]
+               / [recompute factor] / (1 + exposed TP all-reduce share) / pipeline bubble / FLOPs per token
+    scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
+    bubble     = (m + p - 1) / m,  m = global batch sequences / (micro-batch x d)
+    hours      = tokens / tokens per second / 3600
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .architecture import ModelArch, arch_stats
+from .efficiency import Efficiency
+from .hardware import GpuSpec
+
+GIB = 2.0**30
+
+
+def _pow2_upto(n: int) -> list[int]:
+    return [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
+
+
+def scaling_efficiency(gpus, eff: Efficiency):
+    """Scale-out efficiency: 1 up to ``train_scaling_base_gpus``, then 1/(1 + loss x doublings)."""
+    doublings = np.maximum(0.0, np.log2(np.asarray(gpus, float) / eff["train_scaling_base_gpus"]))
+    return 1.0 / (1.0 + eff["train_scaling_loss_per_doubling"] * doublings)
+
+
+def flops_per_token(arch: ModelArch, seq_len: float) -> float:
+    """Training FLOPs per token: 6 x active params + causal attention (forward + backward)."""
+    st = arch_stats(arch)
+    # forward attention per token = layers x (s/2 keys) x pair FLOPs; x3 for backward.
+    return 6.0 * st.params_active + 1.5 * arch.layers * seq_len * st.attn_pair_flops_prefill
+
+
+def training_mfu(gpu: GpuSpec, eff: Efficiency) -> float:
+    """Single-node MFU of the GPU's generation (``train_mfu_<generation>``)."""
+    key = f"train_mfu_{gpu.generation}"
+    return eff[key] if key in eff else eff["train_mfu_ampere"]
+
+
+def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency) -> dict:
+    """Every layout for ``gpus`` GPUs with its memory per GPU and throughput (arrays).
+
+    Returns a dict of equal-length arrays: ``t, p, d, zero, recompute``,
+    ``vram_bytes`` (per GPU), ``fits``, ``tokens_per_s`` (cluster).
+    """
+    st = arch_stats(arch)
+    L, h, V = arch.layers, arch.hidden_size, arch.vocab_size
+    s = eff["train_sequence_tokens"]
+    b = eff["train_micro_batch_seqs"]
+    grid = []
+    for t in _pow2_upto(min(gpus, int(eff["train_max_tp"]), arch.heads)):
+        for p in _pow2_upto(min(gpus // t, L)):
+            d = gpus // (t * p)
+            for zero in ((1, 3) if d > 1 else (1,)):
+                for rec in (0, 1):
+                    grid.append((t, p, d, zero, rec))
+    t, p, d, zero, rec = (np.array(c, dtype=float) for c in zip(*grid))
+
+    # -- memory per GPU -------------------------------------------------------
+    pg, opt = eff["train_param_grad_bytes"], eff["train_optimizer_bytes"]
+    act_b = 2.0
+    if precision == "fp32":  # fp32 weights+grads, Adam m+v without a separate master copy
+        pg, opt, act_b = 2 * pg, max(opt - 4.0, 0.0), 4.0
+    psi = st.params_total / (t * p)
+    live = 2.0 * (st.params_total / L) / t * (pg / 2.0)       # ZeRO-3: gathered layers in flight
+    states = np.where(zero == 3, (pg + opt) * psi / d + live, pg * psi + opt * psi / d)
+    sbh = s * b * h * act_b / 2.0
+    acts_full = eff["train_act_bytes_per_sbh"] * sbh * L / t
+    acts_rec = 2.0 * sbh * L / t + eff["train_act_bytes_per_sbh"] * sbh / t
+    acts = np.where(rec == 1, acts_rec, acts_full) + 4.0 * s * b * V / t
+    vram = states + acts + eff["train_misc_memory_gib"] * GIB
+    fits = vram <= gpu.vram_bytes * eff["train_vram_usable_fraction"]
+
+    # -- throughput -----------------------------------------------------------
+    f_tok = flops_per_token(arch, s)
+    peak = gpu.peak_tflops("16bit" if precision in ("bf16", "fp8") else precision) * 1e12
+    if precision == "fp16":
+        peak = gpu.fp16_dense_tflops * 1e12
+    rate = gpus * peak * training_mfu(gpu, eff) * scaling_efficiency(gpus, eff)
+    if precision == "fp8":
+        rate *= eff["train_fp8_speedup"]
+    rate = rate * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
+    rate = rate / np.where(rec == 1, eff["train_recompute_factor"], 1.0)
+    # TP all-reduces (2 forward + 2 backward per layer, 2 more with recompute) are not overlapped:
+    # their time relative to the per-token compute time of the TP group.
+    ar_bytes = 2.0 * (2.0 * h * act_b / 2.0) * (t - 1) / t
+    n_ar = 4.0 + 2.0 * rec
+    comm_s = L * n_ar * ar_bytes / (gpu.link_bytes_s * eff["comm_bw_fraction"])
+    compute_s = f_tok / (t * peak * training_mfu(gpu, eff))
+    tp_overhead = comm_s / compute_s
+    m = np.maximum(1.0, eff["train_global_batch_tokens"] / (s * b * d))
+    bubble = (m + p - 1.0) / m
+    tokens_per_s = rate / f_tok / (1.0 + tp_overhead) / bubble
+    return {"t": t.astype(int), "p": p.astype(int), "d": d.astype(int), "zero": zero.astype(int),
+            "recompute": rec.astype(bool), "vram_bytes": vram, "fits": fits, "tokens_per_s": tokens_per_s}
+
+
+def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
+                      eff: Efficiency) -> dict:
+    """One configuration: the ``gpuopt estimate training`` result.
+
+    Returns ``fits``, ``vram_gb_per_gpu``, ``tokens_per_s`` (whole
+    cluster), ``hours``, ``mfu`` (model FLOPs utilisation against the dense
+    peak of ``precision``), ``layout`` and, when it does not fit, ``reason``.
+    """
+    out = {"model": arch.name, "gpu": gpu.name, "gpus": gpus, "precision": precision, "tokens": tokens,
+           "fits": False, "vram_gb_per_gpu": None, "tokens_per_s": 0.0, "hours": None, "mfu": None,
+           "layout": None}
+    if not gpu.supports_training(precision):
+        out["reason"] = f"{precision} training is not supported on {gpu.name}"
+        return out
+    lay = layouts(arch, gpu, gpus, precision, eff)
+    if not lay["fits"].any():
+        i = int(np.argmin(lay["vram_bytes"]))
+        out["vram_gb_per_gpu"] = round(float(lay["vram_bytes"][i]) / 1e9, 3)
+        out["layout"] = _layout_text(lay, i)
+        out["reason"] = (f"the smallest layout needs {out['vram_gb_per_gpu']:.1f} GB per GPU; "
+                         f"{gpu.vram_gb * eff['train_vram_usable_fraction']:.1f} GB usable")
+        return out
+    speed = np.where(lay["fits"], lay["tokens_per_s"], -np.inf)
+    i = int(np.argmax(speed))
+    tps = float(lay["tokens_per_s"][i])
+    peak = gpu.peak_tflops("16bit" if precision == "bf16" else precision) * 1e12
+    out.update({
+        "fits": True,
+        "vram_gb_per_gpu": round(float(lay["vram_bytes"][i]) / 1e9, 3),
+        "tokens_per_s": tps,
+        "hours": tokens / tps / 3600.0,
+        "mfu": flops_per_token(arch, eff["train_sequence_tokens"]) * tps / (gpus * peak),
+        "layout": _layout_text(lay, i),
+        "tp": int(lay["t"][i]), "pp": int(lay["p"][i]), "dp": int(lay["d"][i]),
+        "zero": int(lay["zero"][i]), "recompute": bool(lay["recompute"][i]),
+    })
+    return out
+
+
+def _layout_text(lay: dict, i: int) -> str:
+    return (f"tp{lay['t'][i]} pp{lay['p'][i]} dp{lay['d'][i]} zero{lay['zero'][i]}"
+            + (" recompute" if lay["recompute"][i] else ""))

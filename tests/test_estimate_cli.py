@@ -1,0 +1,74 @@
+"""``gpuopt estimate inference|training`` through click's test runner."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from optimizer.cli import main
+
+INFER = ["estimate", "inference", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--gpus", "1",
+         "--precision", "bf16", "--prompt-tokens", "1000", "--output-tokens", "200"]
+TRAIN = ["estimate", "training", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64",
+         "--precision", "bf16", "--tokens", "1e11"]
+
+
+def run(args):
+    return CliRunner().invoke(main, args)
+
+
+def test_inference_json_fields():
+    r = run(INFER + ["--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for k in ("fits", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s", "rps"):
+        assert k in d
+    assert d["fits"] is True and d["rps"] > 0 and d["max_batch"] >= 1
+    assert d["output_tokens_per_s"] == 200 * d["rps"] or abs(d["output_tokens_per_s"] - 200 * d["rps"]) < 1e-6
+
+
+def test_inference_slos_are_met():
+    r = run(INFER + ["--ttft-ms", "300", "--tpot-ms", "25", "--format", "json"])
+    d = json.loads(r.output)
+    assert d["fits"] and d["ttft_ms"] <= 300 and d["tpot_ms"] <= 25
+    free = json.loads(run(INFER + ["--format", "json"]).output)
+    assert d["rps"] <= free["rps"]
+
+
+def test_training_json_fields():
+    r = run(TRAIN + ["--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for k in ("fits", "vram_gb_per_gpu", "tokens_per_s", "hours", "mfu"):
+        assert k in d
+    assert d["fits"] and d["gpu"] == "H100-SXM" and d["hours"] > 0 and 0 < d["mfu"] < 1
+
+
+def test_table_format():
+    r = run(INFER)
+    assert r.exit_code == 0 and "rps" in r.output and "fits" in r.output
+
+
+def test_not_fitting_is_not_an_error():
+    r = run(["estimate", "inference", "-m", "llama-3.1-405b", "-g", "H100-SXM", "-n", "1", "-i", "100", "-o", "10",
+             "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.output)["fits"] is False
+    r = run(["estimate", "training", "-m", "llama-3.1-405b", "-g", "H100-SXM", "-n", "8", "-t", "1e9",
+             "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.output)["fits"] is False
+
+
+def test_bad_gpu_name_exits_2_without_traceback():
+    r = run(INFER[:4] + ["--gpu", "H100-SXMM"] + INFER[6:])
+    assert r.exit_code == 2
+    assert "Traceback" not in r.output and "H100-SXMM" in r.output and "H100-SXM" in r.output
+
+
+def test_bad_model_and_efficiency_exit_2():
+    r = run(["estimate", "training", "-m", "lama-3.1-8b", "-g", "H100", "-t", "1e9"])
+    assert r.exit_code == 2 and "llama-3.1-8b" in r.output
+    r = run(INFER + ["--efficiency", "decode_bw_fraction=2"])
+    assert r.exit_code == 2 and "efficiency.decode_bw_fraction" in r.output
+    r = run(INFER[:6] + ["--gpus", "3"] + INFER[8:])
+    assert r.exit_code == 2

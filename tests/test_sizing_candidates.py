@@ -1,0 +1,152 @@
+"""The candidate tables the MIP reads (interface of optimizer.sizing)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from optimizer import schema
+from optimizer.errors import InputError
+from optimizer.sizing import inference_candidates, load_reference, training_candidates
+from optimizer.yamlio import read_yaml
+
+FIXTURE = Path(__file__).parent / "fixtures" / "sizing" / "inline.yaml"
+OFFERED = ["H100-SXM", "H200", "L4", "A10G", "L40S", "A100-80GB", "MI300X", "B200"]
+
+
+@pytest.fixture(scope="module")
+def ref():
+    pf = schema.ProblemFile(periods=[{"name": "p", "hours": 100.0, "month": 0}])
+    return load_reference(pf, "problem.yaml")
+
+
+def service(**kw):
+    base = dict(name="chat", model="llama-3.1-70b", precisions=["fp8", "bf16"], prompt_tokens=1500,
+                output_tokens=300, slo={"ttft_ms": 1000.0, "tpot_ms": 50.0}, demand_rps=10.0)
+    base.update(kw)
+    return schema.InferenceService(**base)
+
+
+def test_inference_columns_and_rows(ref):
+    models, gpus, eff = ref
+    df = inference_candidates(service(), OFFERED, models=models, gpus=gpus, eff=eff)
+    assert list(df.columns[:5]) == ["gpu", "gpus", "precision", "bucket", "rps"]
+    assert {"max_batch", "ttft_ms", "tpot_ms", "vram_gb_per_gpu"} <= set(df.columns)
+    assert len(df) > 0 and (df["rps"] > 0).all()
+    assert (df["bucket"] == "all").all()
+    assert set(df["gpus"]) <= {1, 2, 4, 8}
+    assert set(df["gpu"]) <= set(OFFERED) and set(df["precision"]) <= {"fp8", "bf16"}
+    assert (df["ttft_ms"] <= 1000).all() and (df["tpot_ms"] <= 50).all()
+    assert not ((df["gpu"] == "A100-80GB") & (df["precision"] == "fp8")).any()  # no fp8 units
+    assert not df.duplicated(["gpu", "gpus", "precision", "bucket"]).any()
+    # 70B fp8 on one H200 is a candidate; on one H100 80GB it is not
+    assert ((df["gpu"] == "H200") & (df["gpus"] == 1) & (df["precision"] == "fp8")).any()
+    assert not ((df["gpu"] == "H100-SXM") & (df["gpus"] == 1)).any()
+
+
+def test_buckets_and_aliases(ref):
+    models, gpus, eff = ref
+    s = service(model="Llama-3.1-8B-Instruct", precisions=["bf16"], prompt_tokens=None, output_tokens=None,
+                requests=[{"name": "short", "prompt_tokens": 200, "output_tokens": 100, "share": 0.7},
+                          {"name": "long", "prompt_tokens": 6000, "output_tokens": 400, "share": 0.3}],
+                slo={"ttft_ms": 1500.0, "tpot_ms": 40.0})
+    df = inference_candidates(s, ["h100", "L4"], models=models, gpus=gpus, eff=eff)
+    assert set(df["bucket"]) == {"short", "long"} and set(df["gpu"]) == {"H100-SXM", "L4"}
+    rps = df.set_index(["gpu", "gpus", "bucket"])["rps"]
+    assert rps[("H100-SXM", 1, "short")] > rps[("H100-SXM", 1, "long")]
+
+
+def test_dominated_configurations_are_pruned(ref):
+    models, gpus, eff = ref
+    df = inference_candidates(service(model="llama-3.1-8b", precisions=["bf16"], prompt_tokens=100,
+                                      output_tokens=50, slo={}), OFFERED, models=models, gpus=gpus, eff=eff)
+    for (g, p), grp in df.groupby(["gpu", "precision"]):
+        grp = grp.sort_values("gpus")
+        assert grp["rps"].is_monotonic_increasing and grp["rps"].is_unique, (g, grp)
+
+
+def test_tighter_slo_never_adds_rps(ref):
+    models, gpus, eff = ref
+    loose = inference_candidates(service(slo={"tpot_ms": 80.0}), OFFERED, models=models, gpus=gpus, eff=eff)
+    tight = inference_candidates(service(slo={"tpot_ms": 30.0}), OFFERED, models=models, gpus=gpus, eff=eff)
+    key = ["gpu", "gpus", "precision", "bucket"]
+    both = tight.merge(loose, on=key, how="left", suffixes=("_t", "_l"))
+    assert both["rps_l"].notna().all() and (both["rps_t"] <= both["rps_l"] + 1e-12).all()
+
+
+def test_no_candidates_gives_empty_typed_frame(ref):
+    models, gpus, eff = ref
+    df = inference_candidates(service(model="llama-3.1-405b", precisions=["bf16"]), ["L4"],
+                              models=models, gpus=gpus, eff=eff)
+    assert df.empty and list(df.columns[:5]) == ["gpu", "gpus", "precision", "bucket", "rps"]
+
+
+def test_unknown_gpu_name_is_an_input_error(ref):
+    models, gpus, eff = ref
+    with pytest.raises(InputError) as e:
+        inference_candidates(service(), ["H100-SXMM"], models=models, gpus=gpus, eff=eff)
+    assert e.value.suggestion == "H100-SXM"
+
+
+def test_training_candidates(ref):
+    models, gpus, eff = ref
+    job = schema.TrainingJob(name="pt", model="llama-3.1-70b", tokens=1e11, deadline_month=1,
+                             cluster_gpus=[8, 16, 32, 64, 128])
+    df = training_candidates(job, OFFERED, models=models, gpus=gpus, eff=eff)
+    assert list(df.columns[:4]) == ["gpu", "gpus", "precision", "hours"]
+    assert {"tokens_per_s", "mfu", "vram_gb_per_gpu", "layout"} <= set(df.columns)
+    assert (df["hours"] > 0).all() and (df["precision"] == "bf16").all()
+    assert set(df["gpus"]) <= {8, 16, 32, 64, 128}
+    h100 = df[df["gpu"] == "H100-SXM"].sort_values("gpus")
+    assert 8 not in set(h100["gpus"])  # 70B x 16 B/param does not fit 8 x 80 GB
+    assert h100["hours"].is_monotonic_decreasing
+    fp8 = schema.TrainingJob(name="pt", model="llama-3.1-8b", tokens=1e10, deadline_month=1, precision="fp8")
+    df8 = training_candidates(fp8, OFFERED, models=models, gpus=gpus, eff=eff)
+    assert "A100-80GB" not in set(df8["gpu"]) and "H100-SXM" in set(df8["gpu"])
+
+
+def test_inline_models_gpus_and_overrides_from_a_problem_file():
+    pf = schema.ProblemFile.model_validate(read_yaml(FIXTURE))
+    models, gpus, eff = load_reference(pf, str(FIXTURE))
+    assert "tiny-1b" in models and "TestGPU-48" in gpus and "llama-3.1-8b" in models
+    assert eff["decode_bw_fraction"] == 0.6
+    df = inference_candidates(pf.inference[0], ["tg48", "H100-SXM"], models=models, gpus=gpus, eff=eff)
+    assert set(df["gpu"]) == {"TestGPU-48", "H100-SXM"} and (df["rps"] > 0).all()
+    tdf = training_candidates(pf.training[0], ["TestGPU-48"], models=models, gpus=gpus, eff=eff)
+    assert list(tdf["gpus"]) == [8, 16]
+
+
+def test_inline_errors_name_file_and_field(tmp_path):
+    data = read_yaml(FIXTURE)
+    data["gpus"][0]["vram_gbs"] = 48
+    pf = schema.ProblemFile.model_validate(data)
+    with pytest.raises(InputError) as e:
+        load_reference(pf, "problem.yaml")
+    assert e.value.file == "problem.yaml" and e.value.field == "gpus[0].vram_gbs"
+    data = read_yaml(FIXTURE)
+    data["models"][0]["layers"] = "sixteen"
+    with pytest.raises(InputError) as e:
+        load_reference(schema.ProblemFile.model_validate(data), "problem.yaml")
+    assert e.value.field == "models[0].layers" and e.value.value == "sixteen"
+    data = read_yaml(FIXTURE)
+    data["efficiency"] = {"prefil_mfu_8bit": 0.5}
+    with pytest.raises(InputError) as e:
+        load_reference(schema.ProblemFile.model_validate(data), "problem.yaml")
+    assert e.value.field == "efficiency.prefil_mfu_8bit" and e.value.suggestion == "prefill_mfu_8bit"
+
+
+def test_candidate_generation_is_fast(ref):
+    models, gpus, eff = ref
+    names = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "mistral-7b"]
+    services = [service(name=f"s{i}", model=names[i % len(names)], precisions=["bf16", "fp8"],
+                        prompt_tokens=None, output_tokens=None,
+                        requests=[{"name": "a", "prompt_tokens": 300 + i, "output_tokens": 100, "share": 0.5},
+                                  {"name": "b", "prompt_tokens": 3000, "output_tokens": 300, "share": 0.5}])
+                for i in range(40)]
+    t0 = time.perf_counter()
+    n = sum(len(inference_candidates(s, OFFERED, models=models, gpus=gpus, eff=eff)) for s in services)
+    assert n > 0
+    assert time.perf_counter() - t0 < 1.0

@@ -1,0 +1,120 @@
+"""Inference sizing: memory fit, latency and throughput behave as the physics says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optimizer.sizing import estimate_inference, load_efficiency, load_gpus, load_models
+from optimizer.sizing.inference import replica
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return load_models(), load_gpus(), load_efficiency()
+
+
+def est(ref, model, gpu, tp, prec, isl=1000, osl=200, **slo):
+    models, gpus, eff = ref
+    return estimate_inference(models[model], gpus[gpu], tp, prec, isl, osl, eff, **slo)
+
+
+def test_405b_bf16_fits_on_no_single_gpu(ref):
+    models, gpus, eff = ref
+    for g in gpus:
+        for prec in ("bf16", "fp16"):
+            assert not est(ref, "llama-3.1-405b", g, 1, prec, 100, 100)["fits"], g
+
+
+def test_70b_fp8_fits_on_one_h200_not_in_bf16(ref):
+    r = est(ref, "llama-3.1-70b", "H200", 1, "fp8", 1500, 300)
+    assert r["fits"] and r["max_batch"] >= 8
+    assert 70 < r["weights_gb_per_gpu"] < 75  # 68.4 B params at 1 B + embeddings at 2 B
+    assert r["vram_gb_per_gpu"] <= 141 * 0.9
+    assert not est(ref, "llama-3.1-70b", "H200", 1, "bf16", 1500, 300)["fits"]
+
+
+def test_weights_match_vllm_log(ref):
+    models, gpus, eff = ref
+    rep = replica(models["llama-3.1-8b"], gpus["A10G"], 1, "bf16", eff)
+    assert rep.weights_gpu / 2**30 == pytest.approx(14.96, abs=0.01)  # vLLM: "took 14.9595 GB" (GiB)
+
+
+def test_unsupported_precision_does_not_fit(ref):
+    r = est(ref, "llama-3.1-8b", "A100-80GB", 1, "fp8")
+    assert not r["fits"] and "fp8" in r["reason"]
+
+
+def test_quantised_weights_are_smaller(ref):
+    w = {p: est(ref, "llama-3.1-8b", "H100-SXM", 1, p)["weights_gb_per_gpu"] for p in ("bf16", "fp8", "int4")}
+    assert w["int4"] < w["fp8"] < w["bf16"]
+    assert 5.0 < w["int4"] < 6.0  # 4-bit body + 16-bit embeddings
+
+
+def test_kv_is_replicated_beyond_kv_heads_and_mla_is_not_split(ref):
+    models, gpus, eff = ref
+    kv = [replica(models["llama-3.1-70b"], gpus["H100-SXM"], t, "bf16", eff).kv_tok_gpu for t in (1, 2, 4, 8)]
+    assert kv == [327_680, 163_840, 81_920, 40_960]
+    m = models["llama-2-7b"]  # 32 KV heads: split up to 8
+    assert replica(m, gpus["H100-SXM"], 8, "bf16", eff).kv_tok_gpu == 524_288 / 8
+    ds = [replica(models["deepseek-v3"], gpus["H200"], t, "fp8", eff).kv_tok_gpu for t in (1, 8)]
+    assert ds[0] == ds[1] == 61 * 576  # latent replicated, fp8 cache
+
+
+def test_more_gpus_never_slower(ref):
+    for model, gpu in [("llama-3.1-70b", "H100-SXM"), ("llama-3.1-8b", "A100-80GB"), ("mixtral-8x7b", "H200")]:
+        rows = [est(ref, model, gpu, t, "bf16", 2000, 200) for t in (1, 2, 4, 8)]
+        rows = [r for r in rows if r["fits"]]
+        assert len(rows) >= 2
+        ttft = [r["ttft_ms"] for r in rows]
+        rps = [r["rps"] for r in rows]
+        assert ttft == sorted(ttft, reverse=True), (model, ttft)
+        assert rps == sorted(rps), (model, rps)
+        models, gpus, eff = ref
+        step = [float(replica(models[model], gpus[gpu], r["gpus"], "bf16", eff).decode_step_s(1, 2000))
+                for r in rows]
+        assert step == sorted(step, reverse=True), (model, step)
+
+
+def test_longer_prompts_never_lower_ttft(ref):
+    models, gpus, eff = ref
+    rep = replica(models["llama-3.1-8b"], gpus["L40S"], 1, "fp8", eff)
+    prev = 0.0
+    for isl in (16, 128, 512, 2048, 8192, 9000, 16384, 32768):
+        m = rep.serve(isl, 100, batches=np.array([1, 4]))
+        assert m["ttft_ms"][0] >= prev and m["ttft_ms"][1] >= m["ttft_ms"][0]
+        prev = m["ttft_ms"][0]
+
+
+def test_tighter_slos_never_raise_rps(ref):
+    prev = np.inf
+    for tpot in (200, 100, 60, 40, 30, 20, 15, 10):
+        r = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16", 1000, 200, tpot_ms=tpot)
+        rps = r["rps"]
+        assert rps <= prev + 1e-12
+        if r["fits"]:
+            assert r["tpot_ms"] <= tpot
+        prev = rps
+    loose = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16", 4000, 200, ttft_ms=2000)["rps"]
+    tight = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16", 4000, 200, ttft_ms=200)["rps"]
+    assert tight <= loose
+
+
+def test_no_slo_is_the_maximum_throughput_point(ref):
+    free = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16")
+    slo = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16", tpot_ms=30)
+    assert free["rps"] >= slo["rps"] and free["max_batch"] >= slo["max_batch"]
+    assert free["output_tokens_per_s"] == pytest.approx(free["rps"] * 200)
+
+
+def test_impossible_slo_does_not_fit(ref):
+    r = est(ref, "llama-3.1-70b", "A100-80GB", 4, "bf16", tpot_ms=1.0)
+    assert not r["fits"] and r["rps"] == 0 and "SLO" in r["reason"]
+
+
+def test_moe_decode_reads_fewer_bytes_at_small_batch(ref):
+    models, gpus, eff = ref
+    rep = replica(models["mixtral-8x7b"], gpus["H100-SXM"], 2, "bf16", eff)
+    assert rep.experts_touched(1) == pytest.approx(0.25)
+    assert rep.experts_touched(64) == pytest.approx(1.0, abs=1e-6)
+    assert rep.decode_step_s(1, 100) < rep.decode_step_s(64, 100)
