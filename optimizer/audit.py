@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .formulation import MAX_SPOT_WASTE, spot_waste
-from .plan import Plan
+from .plan import Plan, held_units
 
 TOL = 1e-6
 
@@ -122,7 +122,7 @@ def audit(plan: Plan) -> list[str]:
             v.append(f"training {j.name}: progress {progress:g} h != required {need:g} h")
 
     # --- capacity per offering and period ------------------------------------
-    units_of = com.set_index("offering")["units"] if len(com) else pd.Series(dtype=float)
+    held = held_units(plan, O.rename(columns={"gpus_per_unit": "G"}), P)
     for o_id in set(inf["offering"]) | set(tr["offering"]) | set(com["offering"]) | set(plan.usage["offering"]):
         o = O.loc[o_id]
         G = o["gpus_per_unit"]
@@ -141,7 +141,7 @@ def audit(plan: Plan) -> list[str]:
                         if r.gpus > (o["max_units"] - u) * G + TOL:
                             v.append(f"training-fit {r.job} on {o_id}/{p}: cluster {r.gpus} GPUs does not fit")
             else:
-                units = float(units_of.get(o_id, 0))
+                units = float(held.get((o_id, p), 0.0))
                 if I + T_avg > G * units + TOL:
                     v.append(f"capacity {o_id}/{p}: {I} + {T_avg:g} GPUs > {units} units × {G}")
                 for r in trp.itertuples():

@@ -9,7 +9,8 @@ variables
     ``inference-replicas`` [service, config, offering, period] integer;
     ``inference-routing`` [service, bucket, config, offering, period] rps;
     ``units-running`` [offering, period] integer (on-demand, spot);
-    ``units-reserved`` [offering] integer; ``units-owned-new`` [offering] integer;
+    ``units-reserved`` [offering, block] integer (one per term block: renewals);
+    ``units-owned-new`` [offering] integer;
     ``training-select`` [job, config] binary;
     ``training-run`` [job, config, offering, period] binary;
     ``training-hours`` [job, config, offering, period] hours.
@@ -294,8 +295,24 @@ def add_training(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
     return {"select": sel, "run": run, "hours": hrs}
 
 
+def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
+    """Term block of every (reserved offering, period): block = ⌊month ÷ term_months⌋."""
+    res = O[O["pricing"] == "reserved"][["offering", "term_months"]]
+    pb = res.merge(P[["period", "month"]], how="cross")
+    pb["block"] = (pb["month"] // pb["term_months"].astype(int)).astype(int)
+    return pb[["offering", "period", "block"]]
+
+
+def reserved_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
+    """One row per (reserved offering, term block that some period falls in)."""
+    pb = period_blocks(O, P).drop_duplicates(["offering", "block"])[["offering", "block"]]
+    res = pb.merge(O[O["pricing"] == "reserved"], on="offering")
+    res["start_month"] = res["block"] * res["term_months"].astype(int)
+    return res.sort_values(["offering", "block"]).reset_index(drop=True)
+
+
 def add_units(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
-    """Units running per period (rented), reserved and newly owned units per offering."""
+    """Units running per period (rented), reserved units per term block, new owned units."""
     O = T.offerings
     rented = O[O["pricing"].isin(RENTED)]
     run = rented[["offering"]].merge(T.periods[["period"]], how="cross")
@@ -308,16 +325,25 @@ def add_units(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
     run = run.reset_index(drop=True)
     run["var"] = v["var"].to_numpy()
 
-    res = O[O["pricing"] == "reserved"].reset_index(drop=True)
-    v = m.add_variables("units-reserved", res[["offering"]], upper=res["max_units"].fillna(np.inf).to_numpy(float),
-                        integer=True)
+    # reserved units per term block: a term of T months covers months [k·T, (k+1)·T); a new block
+    # is a renewal, whose size may differ. A term at least as long as the horizon is one block.
+    res = reserved_blocks(O, T.periods)
+    v = m.add_variables("units-reserved", res[["offering", "block"]],
+                        upper=res["max_units"].fillna(np.inf).to_numpy(float), integer=True)
     res["var"] = v["var"].to_numpy()
 
     own = O[O["pricing"] == "owned"].reset_index(drop=True)
     cap = (own["max_units"] - own["existing"]).fillna(np.inf).clip(lower=0).to_numpy(float)
     v = m.add_variables("units-owned-new", own[["offering"]], upper=cap, integer=True)
     own["var"] = v["var"].to_numpy()
-    return {"running": run, "reserved": res, "owned": own}
+
+    # committed or owned units available in each period (the variable and the units already there)
+    pb = period_blocks(O, T.periods)
+    held = pd.concat([
+        pb.merge(res[["offering", "block", "G", "var"]], on=["offering", "block"]).assign(existing=0),
+        own[["offering", "G", "var", "existing"]].merge(T.periods[["period"]], how="cross"),
+    ], ignore_index=True)[["offering", "period", "G", "var", "existing"]]
+    return {"running": run, "reserved": res, "owned": own, "held": held}
 
 
 def add_capacity(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> None:
@@ -347,11 +373,10 @@ def add_capacity(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> None:
                                                   t_rented["offering"].map(capped.groupby("offering")["G"].first()))],
         "<=", capped[keys].assign(rhs=capped["max_units"].to_numpy(float)), keys=keys)
 
-    periods = T.periods[["period"]]
-    for kind, block, name in (("reserved", units["reserved"], "capacity-reserved"),
-                              ("owned", units["owned"], "capacity-owned")):
-        rows = block[["offering", "G", "var", "existing"]].merge(periods, how="cross")
-        mine = set(block["offering"])
+    held = units["held"]
+    for kind, name in (("reserved", "capacity-reserved"), ("owned", "capacity-owned")):
+        rows = held[held["offering"].isin(T.offerings.loc[T.offerings["pricing"] == kind, "offering"])]
+        mine = set(rows["offering"])
         m.add_constraints(
             name,
             [I_terms[I_terms["offering"].isin(mine)], T_terms[T_terms["offering"].isin(mine)],
@@ -361,13 +386,11 @@ def add_capacity(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> None:
     # training-fit: n_c·run + I − G·units ≤ G·existing (reserved/owned); n_c·run + G·running ≤ G·max_units (rented)
     fkeys = ["job", "config", "offering", "period"]
     trun = tr["run"]
-    fixed_cap = pd.concat([units["reserved"][["offering", "G", "var", "existing"]],
-                           units["owned"][["offering", "G", "var", "existing"]]], ignore_index=True)
-    fr = trun[trun["offering"].isin(fixed_cap["offering"])]
+    fr = trun[trun["offering"].isin(held["offering"])]
     if len(fr):
         rep_op = rep[["offering", "period", "var", "gpus"]]
         fr_inf = fr[fkeys].merge(rep_op, on=["offering", "period"])
-        fr_cap = fr[fkeys].merge(fixed_cap.rename(columns={"var": "uvar"}), on="offering")
+        fr_cap = fr[fkeys].merge(held.rename(columns={"var": "uvar"}), on=["offering", "period"])
         m.add_constraints(
             "training-fit",
             [terms(fr, fkeys, fr["gpus"]), terms(fr_inf, fkeys, fr_inf["gpus"]),
@@ -408,8 +431,11 @@ def add_costs(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> pd.DataFra
                        * (1 - rep["idle_power_fraction"].fillna(0)) * rep["discount"]))
 
     res = units["reserved"]
-    dh = float((T.periods["hours"] * T.periods["discount"]).sum())
-    parts.append(terms(res, [], res["price"] * dh + res["upfront"].fillna(0)))
+    pb = period_blocks(O, T.periods).merge(T.periods[["period", "hours", "discount"]], on="period")
+    dh = (pb["hours"] * pb["discount"]).groupby([pb["offering"], pb["block"]]).sum()
+    res_dh = dh.reindex(pd.MultiIndex.from_frame(res[["offering", "block"]])).to_numpy(float)
+    start_disc = (1.0 + T.rate) ** (-res["start_month"].astype(float) / 12.0)
+    parts.append(terms(res, [], res["price"] * res_dh + res["upfront"].fillna(0) * start_disc))
 
     own = units["owned"].merge(owned_unit_costs(O, T.periods, T.objective, T.rate)[
         ["offering", "capital_new", "fixed_unit", "idle_energy_unit"]], on="offering")

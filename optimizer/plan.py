@@ -156,28 +156,47 @@ def _period_order(P: pd.DataFrame):
 
 
 def _commitments(problem: Problem, O: pd.DataFrame, units: dict) -> pd.DataFrame:
-    H_months = problem.horizon_months
+    """Reserved units per term block and owned units, with what a term leaves after the horizon."""
+    P = problem.periods
     res = units["units-reserved"]
     res = res[res["units"] > 0].assign(new_units=np.nan, existing_units=np.nan)
+    term = res["offering"].map(O["term_months"]).fillna(12).astype(int)
+    res["start_month"] = res["block"] * term
+    # months of each block the horizon covers: hours of its periods ÷ 730
+    covered = [P.loc[(P["month"] // t) == b, "hours"].sum() / HOURS_PER_MONTH
+               for b, t in zip(res["block"], term)]
+    res["months_after_horizon"] = np.maximum(0.0, term.to_numpy(float) - np.asarray(covered, dtype=float))
     own = units["units-owned-new"].rename(columns={"units": "new_units"})
     own["existing_units"] = own["offering"].map(O["existing_units"]).fillna(0).astype(int)
     own["units"] = own["new_units"] + own["existing_units"]
-    own = own[own["units"] > 0]
+    own = own[own["units"] > 0].assign(block=0, start_month=0, months_after_horizon=np.nan)
     rows = pd.concat([res, own], ignore_index=True)
     rows["pricing"] = rows["offering"].map(O["pricing"])
     rows["gpu"] = rows["offering"].map(O["gpu"])
     rows["region"] = rows["offering"].map(O["region"])
     rows["gpus"] = rows["units"] * rows["offering"].map(O["G"])
-    term = rows["offering"].map(O["term_months"])
-    rows["term_months"] = term
-    # a reservation outlasting the horizon leaves a commitment to pay after it
-    rest = np.where(rows["pricing"] == "reserved", np.maximum(0.0, term.fillna(0) - H_months), np.nan)
-    rows["months_after_horizon"] = rest
+    rows["term_months"] = rows["offering"].map(O["term_months"])
     price = rows["offering"].map(O["price"])
     rows["commitment_after_horizon"] = np.where(
-        rows["pricing"] == "reserved", rows["units"] * price * rest * HOURS_PER_MONTH, np.nan)
-    return rows[["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
-                 "term_months", "months_after_horizon", "commitment_after_horizon"]]
+        rows["pricing"] == "reserved", rows["units"] * price * rows["months_after_horizon"] * HOURS_PER_MONTH, np.nan)
+    rows["block"] = rows["block"].astype(int)
+    rows["start_month"] = rows["start_month"].astype(int)
+    return rows[["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
+                 "existing_units", "gpus", "term_months", "months_after_horizon", "commitment_after_horizon"]]
+
+
+def held_units(plan: "Plan", O: pd.DataFrame, P: pd.DataFrame) -> pd.Series:
+    """Reserved or owned units available per (offering, period), from the commitments."""
+    out = {}
+    for r in plan.commitments.itertuples():
+        if r.pricing == "reserved":
+            t = int(O.at[r.offering, "term_months"])
+            for p in P.index[(P["month"] // t) == r.block]:
+                out[(r.offering, p)] = r.units
+        else:
+            for p in P.index:
+                out[(r.offering, p)] = r.units
+    return pd.Series(out, dtype=float)
 
 
 def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) -> pd.DataFrame:
@@ -187,13 +206,14 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
                               / plan.training["period"].map(P["hours"]))
     trg = tr.groupby(["offering", "period"])["avg"].sum().rename("training_gpus")
     run = running.set_index(["offering", "period"])["units"].rename("units_running")
-    com = plan.commitments.set_index("offering")["units"]
+    held = held_units(plan, O, P)
     idx = pd.MultiIndex.from_product([O.index, P.index], names=["offering", "period"])
     u = pd.concat([inf, trg, run], axis=1).reindex(idx).fillna(0.0).reset_index()
     u["pricing"] = u["offering"].map(O["pricing"])
     u["G"] = u["offering"].map(O["G"])
     fixed = u["pricing"].isin(["reserved", "owned"])
-    u["units"] = np.where(fixed, u["offering"].map(com).fillna(0), u["units_running"])
+    u["units"] = np.where(fixed, [held.get((o, p), 0.0) for o, p in zip(u["offering"], u["period"])],
+                          u["units_running"])
     u["capacity_gpus"] = u["units"] * u["G"]
     used = u["inference_gpus"] + u["training_gpus"]
     u["utilisation"] = np.where(u["capacity_gpus"] > 0, used / u["capacity_gpus"].where(u["capacity_gpus"] > 0), np.nan)
@@ -247,11 +267,13 @@ def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     # reservations: paid every hour of the horizon, used or not
     for r in plan.commitments[plan.commitments["pricing"] == "reserved"].itertuples():
         o = O.loc[r.offering]
-        for p in P.index:
+        in_term = P.index[(P["month"] // int(o["term_months"])) == r.block]
+        for p in in_term:
             c = r.units * o["price"] * P.at[p, "hours"]
             add(r.offering, p, "reservation", "", c, c * disc[p])
         if o["upfront"] > 0:
-            add(r.offering, "", "upfront", "", r.units * o["upfront"], r.units * o["upfront"])
+            c = r.units * o["upfront"]  # paid when the term starts; booked in its first period
+            add(r.offering, in_term[0], "upfront", "", c, c * (1.0 + rate) ** (-r.start_month / 12.0))
     # owned: depreciation (cost) or capex and book value (npv); fixed costs and idle energy per period
     for r in plan.commitments[plan.commitments["pricing"] == "owned"].itertuples():
         o = O.loc[r.offering]

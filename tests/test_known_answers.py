@@ -157,17 +157,38 @@ def test_owned_idle_units_still_cost(solve):
 
 def test_npv_reserved_discounting(solve):
     # Periods in month 0 and month 12 (730 h each); discount rate 10 %/year.
-    # Reserved 10 $/h + 1,000 upfront; demand needs the one unit in both periods.
+    # Reserved for 24 months at 10 $/h + 1,000 upfront; demand needs the one unit in both periods.
     # NPV  = 1,000 (upfront, undiscounted) + 10 × 730 + 10 × 730 / 1.1 = 14,936.36...
     # cost = 1,000 + 10 × 1,460 = 15,600
     data = {"periods": [{"name": "y0", "hours": 730, "month": 0}, {"name": "y1", "hours": 730, "month": 12}],
             "offerings": [od(price=1000), {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1",
-                                           "pricing": "reserved", "price_per_hour": 10, "upfront": 1000}],
+                                           "pricing": "reserved", "price_per_hour": 10, "upfront": 1000,
+                                           "term_months": 24}],
             "inference": [svc(demand=4)],
             "finance": {"objective": "npv", "discount_rate": 0.1}}
     plan = solve(data)
     assert plan.objective == pytest.approx(1000 + 7300 + 7300 / 1.1)
     assert plan.total_cost == pytest.approx(15_600)
+
+
+def test_reserved_terms_renew_inside_the_horizon(solve):
+    # 12-month terms over months 0 and 12 (730 h each): two terms, sized independently.
+    # Demand: 8 replicas (16 GPUs, 2 units) in year 0, 4 replicas (1 unit) in year 1; 1 rps per 2-GPU replica.
+    # Reserved 10 $/h + 1,000 upfront per unit and term; on demand 1,000 $/h (never worth it).
+    # cost = year 0: 2 × (10 × 730 + 1,000) = 16,600; year 1: 1 × (7,300 + 1,000) = 8,300 -> 24,900
+    # NPV (10 %): 16,600 + 8,300 / 1.1 (both the upfront at month 12 and the hours in month 12) = 24,145.45
+    data = {"periods": [{"name": "y0", "hours": 730, "month": 0}, {"name": "y1", "hours": 730, "month": 12}],
+            "offerings": [od(price=1000), {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1",
+                                           "pricing": "reserved", "price_per_hour": 10, "upfront": 1000,
+                                           "term_months": 12}],
+            "inference": [svc(demand={"y0": 8, "y1": 4})],
+            "finance": {"objective": "npv", "discount_rate": 0.1}}
+    plan = solve(data)
+    assert plan.total_cost == pytest.approx(24_900)
+    assert plan.objective == pytest.approx(16_600 + 8_300 / 1.1)
+    com = plan.commitments.set_index("start_month")
+    assert com.loc[0, "units"] == 2 and com.loc[12, "units"] == 1
+    assert com.loc[12, "months_after_horizon"] == pytest.approx(11)
 
 
 def test_npv_owned_book_value(solve):
