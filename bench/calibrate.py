@@ -110,6 +110,13 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
         mtok = _num(r"(\d+)M tokens/batch", cond)
         if mtok:
             over["train_global_batch_tokens"] = mtok * 2**20
+        # Scale-out network of the measured cluster: "RoCE 400 Gb/s" per GPU (Llama 3);
+        # Selene (DGX A100) has one 200 Gb/s HDR InfiniBand port per GPU.
+        gbit = _num(r"(\d+) Gb/s", cond)
+        if gbit:
+            over["train_network_gbs_per_gpu"] = gbit / 8
+        elif "Selene" in cond:
+            over["train_network_gbs_per_gpu"] = 25.0
         e = eff.with_overrides(over)
         r = T.estimate_training(arch, gpu, n, prec, 1.0, e)
         if not r["fits"]:

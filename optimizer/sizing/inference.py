@@ -18,12 +18,14 @@ Memory per GPU::
 Steady state at concurrency C for a request of ISL prompt and OSL output
 tokens (continuous batching; average context ISL + OSL/2)::
 
-    t_step(C) = max(weight bytes read / (tp x BW x e_bw) + KV bytes read / (BW x e_kv),
-                    decode FLOPs / (tp x peak x e_dec))
+    t_step(C) = max(weight bytes read / (tp x BW x e_bw), C x 2 x active params / (tp x peak x e_dec))
+                + C x max(context x KV bytes per token per GPU / (BW x e_kv), attention FLOPs / (tp x peak x e_dec))
                 + 2 x layers x all-reduce(C x hidden) + t_sched
     TPOT(C)   = t_step(C) + (C / OSL) x prefill work of one prompt   (prompts mixed into steps)
     rps(C)    = C / (OSL x TPOT(C))
     TTFT(C)   = prefill(ISL) + (ceil(ISL / chunk) + 1/2) x t_step(C - 1)
+    prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
+                   + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class Replica:
     e_kv: float = 0.0            # achieved bandwidth share, KV cache
     e_dec: float = 0.0           # achieved compute share, decode
     e_pf: float = 0.0            # achieved compute share, prefill
-    sched_s: float = 0.0         # fixed time per engine step
+    sched_s: float = 0.0         # fixed time per decode step
+    prefill_fixed_s: float = 0.0 # fixed time per prefill (context) launch
     ar_latency_s: float = 0.0    # fixed time per all-reduce
     ar_bw: float = 1.0           # achieved one-direction link bytes/s
     chunk_tokens: float = 1.0    # prompt tokens per engine step
@@ -141,47 +144,55 @@ class Replica:
         return 1.0 - (1.0 - self.moe_k_over_e) ** np.asarray(tokens, dtype=float)
 
     def prefill_compute_s(self, tokens, seq_len, seqs):
-        """Compute-bound prefill time: linear layers, causal attention and LM head of ``seqs`` prompts."""
+        """Compute-bound prefill time as (matmuls incl. LM head, causal attention), seconds.
+
+        Matmul FLOPs = 2 x active (non-embedding) params per token + LM head per
+        prompt; attention FLOPs = layers x pair FLOPs x tokens x seq_len / 2.
+        """
         tokens = np.asarray(tokens, float)
-        attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0
-        flops = self.lin_flops_tok * tokens + self.head_flops_tok * seqs + attn
-        return flops / (self.tp * self.peak * self.e_pf)
+        denom = self.tp * self.peak * self.e_pf
+        lin = (self.lin_flops_tok * tokens + self.head_flops_tok * seqs) / denom
+        attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0 / denom
+        return lin, attn
 
     def prefill_s(self, seq_len: int, seqs=1):
         """Latency of prefilling ``seqs`` prompts of ``seq_len`` tokens in one go (batch-1 TTFT when seqs=1).
 
-        max(compute, weights read once) + 2 all-reduces per layer + one step overhead.
+        max(matmul compute, weights read once) + attention compute + 2
+        all-reduces per layer + the fixed prefill overhead.
         """
         tokens = np.asarray(seqs, float) * seq_len
-        compute = self.prefill_compute_s(tokens, seq_len, seqs)
+        lin, attn = self.prefill_compute_s(tokens, seq_len, seqs)
         read = self.read_fixed + self.read_experts * self.experts_touched(tokens)
         memory = read / (self.tp * self.bw * self.e_bw)
         comm = 2 * self.arch.layers * self.allreduce_s(tokens * self.arch.hidden_size * self.act_bytes)
-        return np.maximum(compute, memory) + comm + self.sched_s
+        return np.maximum(lin, memory) + attn + comm + self.prefill_fixed_s
 
     def prefill_work_s(self, seq_len: int):
         """Replica time one prompt adds when it is mixed into running steps (compute + all-reduce)."""
-        compute = self.prefill_compute_s(seq_len, seq_len, 1)
+        lin, attn = self.prefill_compute_s(seq_len, seq_len, 1)
         comm = 2 * self.arch.layers * self.allreduce_s(seq_len * self.arch.hidden_size * self.act_bytes)
-        return compute + comm
+        return lin + attn + comm
 
     def decode_step_s(self, batch, context):
         """One decode step for ``batch`` sequences with mean cached context ``context`` tokens.
 
-        Memory time = weights read (routed experts only as touched) over
-        tp x BW x e_bw, plus the KV cache read over BW x e_kv per GPU;
-        compute time = (2 x active params + attention over the cache) FLOPs
-        over tp x peak x e_dec; the step takes the longer, plus 2 all-reduces
-        per layer and the scheduler overhead.
+        Matmuls and attention run as separate kernels, so their times add:
+        matmuls take max(weights read (routed experts only as touched) over
+        tp x BW x e_bw, 2 x active params x batch FLOPs over tp x peak x
+        e_dec); attention takes max(KV cache read over BW x e_kv per GPU,
+        its FLOPs over tp x peak x e_dec). Plus 2 all-reduces per layer and
+        the scheduler overhead.
         """
         b = np.asarray(batch, dtype=float)
         read = self.read_fixed + self.read_experts * self.experts_touched(b) if self.moe_k_over_e \
             else self.read_fixed
-        t_weights = read / (self.tp * self.bw * self.e_bw)
-        t_kv = b * (context * self.kv_tok_gpu / (self.bw * self.e_kv))
-        flops = b * (self.lin_flops_tok + self.head_flops_tok + context * self.arch.layers * self.pair_decode)
-        t_compute = flops / (self.tp * self.peak * self.e_dec)
-        step = np.maximum(t_weights + t_kv, t_compute) + self.sched_s
+        compute = self.tp * self.peak * self.e_dec
+        t_mm = np.maximum(read / (self.tp * self.bw * self.e_bw),
+                          b * ((self.lin_flops_tok + self.head_flops_tok) / compute))
+        t_attn = b * np.maximum(context * self.kv_tok_gpu / (self.bw * self.e_kv),
+                                context * self.arch.layers * self.pair_decode / compute)
+        step = t_mm + t_attn + self.sched_s
         if self.tp > 1:
             step = step + 2 * self.arch.layers * self.allreduce_s(b * self.arch.hidden_size * self.act_bytes)
         return np.where(b > 0, step, 0.0)
@@ -264,6 +275,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         act_bytes=act_bytes,
         e_bw=eff["decode_bw_fraction"], e_kv=eff["kv_bw_fraction"], e_dec=eff["decode_mfu"],
         e_pf=prefill_mfu(precision, eff), sched_s=eff["sched_overhead_ms"] * 1e-3,
+        prefill_fixed_s=eff["prefill_overhead_ms"] * 1e-3,
         ar_latency_s=eff["allreduce_latency_us"] * 1e-6, ar_bw=gpu.link_bytes_s * eff["comm_bw_fraction"],
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
         pair_decode=st.attn_pair_flops_decode,

@@ -12,6 +12,7 @@ Memory per GPU (Psi = total params / (t p))::
     ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)
     activations, no recompute:   c x s x b x h x L / t    (1F1B keeps L layers' worth per stage)
     activations, full recompute: 2 x s x b x h x L / t + c x s x b x h / t (one layer live)
+    activations, selective:      c_sel x s x b x h x L / t  (norms and SwiGLU products recomputed)
     + fp32 logits 4 x s x b x V / t + misc
 
 Time::
@@ -21,6 +22,8 @@ Time::
                / [recompute factor] / (1 + exposed TP all-reduce share) / pipeline bubble / FLOPs per token
     scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
     bubble     = (m + p - 1) / m,  m = global batch sequences / (micro-batch x d)
+    DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes per step over the network (NVLink
+                 inside one node), hidden behind train_dp_comm_overlap x compute, the rest exposed
     hours      = tokens / tokens per second / 3600
 """
 
@@ -75,7 +78,7 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
         for p in _pow2_upto(min(gpus // t, L)):
             d = gpus // (t * p)
             for zero in ((1, 3) if d > 1 else (1,)):
-                for rec in (0, 1):
+                for rec in (0, 1, 2):  # none, full, selective
                     grid.append((t, p, d, zero, rec))
     t, p, d, zero, rec = (np.array(c, dtype=float) for c in zip(*grid))
 
@@ -90,32 +93,45 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     sbh = s * b * h * act_b / 2.0
     acts_full = eff["train_act_bytes_per_sbh"] * sbh * L / t
     acts_rec = 2.0 * sbh * L / t + eff["train_act_bytes_per_sbh"] * sbh / t
-    acts = np.where(rec == 1, acts_rec, acts_full) + 4.0 * s * b * V / t
+    acts_sel = eff["train_act_bytes_per_sbh_selective"] * sbh * L / t
+    acts = np.select([rec == 1, rec == 2], [acts_rec, acts_sel], acts_full) + 4.0 * s * b * V / t
     vram = states + acts + eff["train_misc_memory_gib"] * GIB
     fits = vram <= gpu.vram_bytes * eff["train_vram_usable_fraction"]
 
     # -- throughput -----------------------------------------------------------
     f_tok = flops_per_token(arch, s)
-    peak = gpu.peak_tflops("16bit" if precision in ("bf16", "fp8") else precision) * 1e12
-    if precision == "fp16":
-        peak = gpu.fp16_dense_tflops * 1e12
+    # MFU is defined on the 16-bit peak; fp8 runs at train_fp8_speedup x the bf16 speed.
+    peak = gpu.peak_tflops("bf16" if precision == "fp8" else precision) * 1e12
     rate = gpus * peak * training_mfu(gpu, eff) * scaling_efficiency(gpus, eff)
     if precision == "fp8":
         rate *= eff["train_fp8_speedup"]
     rate = rate * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
-    rate = rate / np.where(rec == 1, eff["train_recompute_factor"], 1.0)
+    rate = rate / np.select([rec == 1, rec == 2],
+                            [eff["train_recompute_factor"], eff["train_selective_recompute_factor"]], 1.0)
     # TP all-reduces (2 forward + 2 backward per layer, 2 more with recompute) are not overlapped:
     # their time relative to the per-token compute time of the TP group.
     ar_bytes = 2.0 * (2.0 * h * act_b / 2.0) * (t - 1) / t
-    n_ar = 4.0 + 2.0 * rec
-    comm_s = L * n_ar * ar_bytes / (gpu.link_bytes_s * eff["comm_bw_fraction"])
+    n_ar = 4.0 + 2.0 * (rec == 1)
+    comm_s = L * n_ar * ar_bytes / (gpu.link_bytes_s * eff["train_comm_bw_fraction"])
     compute_s = f_tok / (t * peak * training_mfu(gpu, eff))
     tp_overhead = comm_s / compute_s
-    m = np.maximum(1.0, eff["train_global_batch_tokens"] / (s * b * d))
+    # Global batch: the configured tokens, or one micro-batch per data-parallel rank if more.
+    batch_tokens = np.maximum(eff["train_global_batch_tokens"], d * s * b)
+    m = batch_tokens / (s * b * d)                        # micro-batches per pipeline per step
     bubble = (m + p - 1.0) / m
-    tokens_per_s = rate / f_tok / (1.0 + tp_overhead) / bubble
+    compute_step = batch_tokens / (rate / f_tok / (1.0 + tp_overhead) / bubble)
+    # Data-parallel traffic per step and GPU (ring): gradient all-reduce (ZeRO-1) = 2 x shard,
+    # ZeRO-3 = 3 x shard (two parameter all-gathers + gradient reduce-scatter); hidden behind
+    # a share of the step's compute, the rest exposed.
+    grad_b = 4.0 if precision == "fp32" else 2.0
+    volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (d - 1) / d
+    link = gpu.link_bytes_s if gpus <= eff["train_scaling_base_gpus"] else \
+        min(gpu.link_bytes_s, eff["train_network_gbs_per_gpu"] * 1e9)
+    dp_comm = volume / (link * eff["train_comm_bw_fraction"])
+    exposed = np.maximum(0.0, dp_comm - eff["train_dp_comm_overlap"] * compute_step)
+    tokens_per_s = batch_tokens / (compute_step + exposed)
     return {"t": t.astype(int), "p": p.astype(int), "d": d.astype(int), "zero": zero.astype(int),
-            "recompute": rec.astype(bool), "vram_bytes": vram, "fits": fits, "tokens_per_s": tokens_per_s}
+            "recompute": np.array(["none", "full", "selective"])[rec.astype(int)], "vram_bytes": vram, "fits": fits, "tokens_per_s": tokens_per_s}
 
 
 def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
@@ -143,7 +159,7 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
     speed = np.where(lay["fits"], lay["tokens_per_s"], -np.inf)
     i = int(np.argmax(speed))
     tps = float(lay["tokens_per_s"][i])
-    peak = gpu.peak_tflops("16bit" if precision == "bf16" else precision) * 1e12
+    peak = gpu.peak_tflops(precision) * 1e12  # reported MFU: against the peak of the precision used
     out.update({
         "fits": True,
         "vram_gb_per_gpu": round(float(lay["vram_bytes"][i]) / 1e9, 3),
@@ -152,11 +168,12 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
         "mfu": flops_per_token(arch, eff["train_sequence_tokens"]) * tps / (gpus * peak),
         "layout": _layout_text(lay, i),
         "tp": int(lay["t"][i]), "pp": int(lay["p"][i]), "dp": int(lay["d"][i]),
-        "zero": int(lay["zero"][i]), "recompute": bool(lay["recompute"][i]),
+        "zero": int(lay["zero"][i]), "recompute": str(lay["recompute"][i]),
     })
     return out
 
 
 def _layout_text(lay: dict, i: int) -> str:
+    rec = lay["recompute"][i]
     return (f"tp{lay['t'][i]} pp{lay['p'][i]} dp{lay['d'][i]} zero{lay['zero'][i]}"
-            + (" recompute" if lay["recompute"][i] else ""))
+            + ("" if rec == "none" else f" recompute={rec}"))
