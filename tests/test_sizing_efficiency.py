@@ -61,3 +61,11 @@ def test_out_of_range_is_an_error(name, value):
 def test_in_range_edges_are_accepted():
     e = load_efficiency({"decode_bw_fraction": 1.0, "runtime_overhead_gib": 0.0, "sched_overhead_ms": 0})
     assert e["decode_bw_fraction"] == 1.0 and e["sched_overhead_ms"] == 0.0
+
+
+def test_every_factor_is_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "sizing.md").read_text()
+    for name in cat.efficiency_table()["name"]:
+        assert f"`{name}`" in doc, name

@@ -118,3 +118,23 @@ def test_moe_decode_reads_fewer_bytes_at_small_batch(ref):
     assert rep.experts_touched(1) == pytest.approx(0.25)
     assert rep.experts_touched(64) == pytest.approx(1.0, abs=1e-6)
     assert rep.decode_step_s(1, 100) < rep.decode_step_s(64, 100)
+
+
+def test_fp4_and_int4_paths(ref):
+    b = est(ref, "llama-3.1-70b", "B200", 1, "fp4", 1000, 200)
+    f8 = est(ref, "llama-3.1-70b", "B200", 1, "fp8", 1000, 200)
+    assert b["fits"] and b["weights_gb_per_gpu"] < 0.6 * f8["weights_gb_per_gpu"]
+    assert not est(ref, "llama-3.1-70b", "H200", 1, "fp4")["fits"]
+    # int4 is weight-only: prefill compute runs at the 16-bit peak, so a long prompt is no faster
+    i4 = est(ref, "llama-3.1-8b", "H100-SXM", 1, "int4", 8000, 10)
+    bf = est(ref, "llama-3.1-8b", "H100-SXM", 1, "bf16", 8000, 10)
+    models, gpus, eff = ref
+    p4 = float(replica(models["llama-3.1-8b"], gpus["H100-SXM"], 1, "int4", eff).prefill_s(8000))
+    p16 = float(replica(models["llama-3.1-8b"], gpus["H100-SXM"], 1, "bf16", eff).prefill_s(8000))
+    assert p4 == pytest.approx(p16, rel=0.02) and i4["fits"] and bf["fits"]
+
+
+def test_deepseek_v3_needs_a_node(ref):
+    assert not est(ref, "deepseek-v3", "H200", 4, "fp8")["fits"]
+    r = est(ref, "deepseek-v3", "H200", 8, "fp8")
+    assert r["fits"] and r["weights_gb_per_gpu"] > 80

@@ -59,3 +59,11 @@ def test_efficiency_override_changes_hours(ref):
     base = tr(ref, "llama-3.1-8b", "H100-SXM", 8)
     slow = tr(ref, "llama-3.1-8b", "H100-SXM", 8, eff=load_efficiency({"train_mfu_hopper": 0.2}))
     assert slow["hours"] > 1.5 * base["hours"]
+
+
+def test_layout_search_uses_sharding_and_recompute_when_needed(ref):
+    r = tr(ref, "llama-3.1-70b", "H100-SXM", 64)
+    assert r["fits"] and r["vram_gb_per_gpu"] <= 80 * 0.95
+    big = tr(ref, "llama-3.1-405b", "H100-SXM", 1024)
+    assert big["fits"] and ("zero3" in big["layout"] or "pp" in big["layout"])
+    assert big["tp"] * big["pp"] * big["dp"] == 1024
