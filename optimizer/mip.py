@@ -201,6 +201,52 @@ class MIP:
         self.constraints[name] = block
         self._n_rows += block.size
 
+    def add_slack(
+        self,
+        block: str,
+        coef_sign: float | np.ndarray = 1.0,
+        penalty: float | np.ndarray = 0.0,
+        rows: np.ndarray | pd.Series | None = None,
+        name: str | None = None,
+    ) -> pd.DataFrame:
+        """Add one non-negative continuous slack variable to rows of constraint block ``block``.
+
+        Row ``i`` gains the term ``coef_sign[i]·s_i`` (``+1`` relaxes a ``>=`` row,
+        ``-1`` a ``<=`` row; any non-zero coefficient scales the slack's unit) and
+        the objective gains ``penalty[i]·s_i``. Used by :mod:`optimizer.diagnose`
+        for the elastic model; nothing else changes.
+
+        Parameters
+        ----------
+        rows
+            Positions of rows within the block (integers) or a boolean mask over
+            them; all rows when ``None``.
+        name
+            Name of the new variable block (default ``slack:<block>``).
+
+        Returns
+        -------
+        DataFrame
+            The block's coordinates of those rows, with the slack's ``var`` id.
+        """
+        b = self.constraints[block]
+        if rows is None:
+            idx = np.arange(b.size, dtype=np.int64)
+        else:
+            r = np.asarray(rows)
+            idx = np.flatnonzero(r) if r.dtype == bool else r.astype(np.int64)
+        coords = b.coords.iloc[idx].reset_index(drop=True)
+        out = self.add_variables(name or f"slack:{block}", coords)
+        n = len(idx)
+        coef = np.broadcast_to(np.asarray(coef_sign, dtype=float), (n,)).copy()
+        b.rows = np.concatenate([b.rows, b.start + idx])
+        b.cols = np.concatenate([b.cols, out["var"].to_numpy(np.int64)])
+        b.vals = np.concatenate([b.vals, coef])
+        pen = np.broadcast_to(np.asarray(penalty, dtype=float), (n,))
+        if n and np.any(pen != 0):
+            self.add_objective(pd.DataFrame({"var": out["var"].to_numpy(np.int64), "coef": pen}))
+        return out
+
     # -- objective ----------------------------------------------------------
     def add_objective(self, terms: pd.DataFrame, constant: float = 0.0) -> None:
         """Add ``Σ coef·var + constant`` to the objective (minimised)."""
