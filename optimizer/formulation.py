@@ -65,6 +65,16 @@ def discount_factors(months: pd.Series, rate: float) -> pd.Series:
     return (1.0 + rate) ** (-months.astype(float) / 12.0)
 
 
+def horizon_end_month(P: pd.DataFrame) -> float:
+    """Calendar month at which the horizon ends (when owned units' book value comes back).
+
+    The month after the last period's month (design.md), or later when a period
+    runs past it: a period of 8760 h at month 24 ends at month 36, not 25.
+    """
+    months = P["month"].astype(float)
+    return float(max(months.max() + 1.0, (months + P["hours"].astype(float) / HOURS_PER_MONTH).max()))
+
+
 def spot_waste(
     cluster_gpus: np.ndarray,
     gpus_per_unit: np.ndarray,
@@ -200,7 +210,7 @@ def owned_unit_costs(O: pd.DataFrame, P: pd.DataFrame, objective: str, rate: flo
     life_h = own["lifetime_years"] * HOURS_PER_YEAR
     if objective == "npv":
         hours = float((P["hours"] * P["discount"]).sum())  # discounted hours
-        end = (1.0 + rate) ** (-(float(P["month"].max()) + 1.0) / 12.0)
+        end = (1.0 + rate) ** (-horizon_end_month(P) / 12.0)
         book = own["capex"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
         own["capital_new"] = own["capex"] - book * end
     else:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .backends.result import SolveResult, Status
 from .candidates import Candidates
-from .formulation import Tables, discount_factors
+from .formulation import Tables, discount_factors, horizon_end_month
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .mip import MIP
 
@@ -235,7 +235,7 @@ def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     rate = problem.discount_rate
     H = float(P["hours"].sum())
     disc = discount_factors(P["month"], rate)
-    end = (1.0 + rate) ** (-(float(P["month"].max()) + 1.0) / 12.0)
+    end = (1.0 + rate) ** (-horizon_end_month(P) / 12.0)
     rows: list[tuple] = []
 
     def add(offering, period, item, workload, cost, pv):
