@@ -109,8 +109,7 @@ def audit(plan: Plan) -> list[str]:
                 v.append(f"training {j.name}/{p}: {g['hours'].sum():g} h > period hours")
         o = O.loc[rows["offering"]]
         waste = spot_waste(rows["gpus"].to_numpy(float), o["gpus_per_unit"].to_numpy(float),
-                           o["interruptions_per_hour"].astype(float).fillna(
-                               eff.get("spot_interruptions_per_hour", 0.0)).to_numpy(),
+                           o["interruptions_per_hour"].astype(float).fillna(0.0).to_numpy(),
                            np.full(len(rows), float(j.checkpoint_minutes)),
                            float(eff.get("checkpoint_write_minutes", 5.0)), float(eff.get("restart_minutes", 20.0)))
         waste = np.where(o["pricing"].to_numpy() == "spot", waste, 0.0)

@@ -40,18 +40,10 @@ def config_id(gpu: str, gpus: int, precision: str | None) -> str:
 
 
 def efficiency_values(problem: Problem) -> dict[str, float]:
-    """Named efficiency factors from the catalog, with the problem's overrides."""
-    from . import catalog as cat
-    from .errors import unknown_name
+    """Named efficiency factors from the catalog with the problem's overrides (names and ranges checked)."""
+    from .sizing import load_efficiency
 
-    table = cat.efficiency_table()
-    values = dict(zip(table["name"], table["value"].astype(float)))
-    for name, v in problem.spec.efficiency.items():
-        if name not in values:
-            raise unknown_name("efficiency factor", name, values, file=problem.file,
-                               field=f"efficiency.{name}", value=name)
-        values[name] = float(v)
-    return values
+    return dict(load_efficiency(problem.spec.efficiency, file=problem.file))
 
 
 def _profile_inference(problem: Problem, s) -> pd.DataFrame:

@@ -112,8 +112,7 @@ def prepare(problem: Problem, cands: Candidates) -> Tables:
     O = problem.offerings.reset_index().rename(columns={"id": "offering", "gpus_per_unit": "G"})
     O["G"] = O["G"].astype(int)
     O["price"] = O["price_per_hour"].fillna(0.0)
-    spot_default = float(eff.get("spot_interruptions_per_hour", 0.0))
-    O["interruptions"] = O["interruptions_per_hour"].astype(float).fillna(spot_default)
+    O["interruptions"] = O["interruptions_per_hour"].astype(float).fillna(0.0)  # only non-spot rows are empty
     O["existing"] = O["existing_units"].fillna(0).astype(int)
     # energy per busy GPU-hour of an owned GPU; idle GPU-hours pay idle_power_fraction of it
     O["energy_per_gpu_hour"] = (O["power_kw"].fillna(0) / O["G"] * O["pue"].fillna(1.0)

@@ -157,6 +157,10 @@ class MIP:
             terms = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
                                   "var": pd.Series(dtype=np.int64), "coef": pd.Series(dtype=float)})
         terms = terms[terms["coef"] != 0]
+        if len(terms) and terms.duplicated(keys + ["var"]).any():
+            # one coefficient per (row, variable): some back ends keep only the last duplicate
+            terms = terms.groupby(keys + ["var"], as_index=False, sort=False)["coef"].sum()
+            terms = terms[terms["coef"] != 0]
         if keys:
             row_keys = terms[keys].drop_duplicates()
             if isinstance(rhs, pd.DataFrame):

@@ -321,7 +321,9 @@ def allocate(plan: Plan) -> pd.DataFrame:
     out = [direct]
     rent = shared[shared["item"] == "rental"]
     if len(rent):
-        u = use.merge(cap[["offering", "period", "cap_hours"]], on=["offering", "period"])
+        # units running hold inference only; rented training hours are billed to their job directly
+        inf_use = use[use["workload"].isin(plan.inference["service"])]
+        u = inf_use.merge(cap[["offering", "period", "cap_hours"]], on=["offering", "period"])
         u["share"] = u["gpu_hours"] / u["cap_hours"]
         s = rent.drop(columns="workload").merge(u[["offering", "period", "workload", "share"]],
                                                 on=["offering", "period"], how="left")
