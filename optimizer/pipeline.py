@@ -11,6 +11,7 @@ import time
 
 from .backends import DEFAULT_SOLVER, SolveResult, Status, solve
 from .candidates import Candidates, build_candidates
+from .diagnose import diagnose, precheck
 from .formulation import build_model
 from .load import Problem
 from .plan import Plan, extract
@@ -51,13 +52,17 @@ def run(
     cands = candidates or build_candidates(problem)
     mip, tables, _ = build_model(problem, cands)
     build = time.perf_counter() - t0
-    if mip.infeasible_rows:
-        result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build,
-                             message="; ".join(describe_infeasible_rows(mip.infeasible_rows)))
+    pre = precheck(problem, cands, tables)  # cheap culprits no solve can fix (docs/diagnosis.md)
+    if mip.infeasible_rows or pre:
+        reasons = describe_infeasible_rows(mip.infeasible_rows) or [d["message"] for d in pre]
+        result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
         result = solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
         result.build_seconds += build
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (
                 f" (solver: {result.message})" if result.message else "")
-    return extract(problem, cands, mip, tables, result)
+    plan = extract(problem, cands, mip, tables, result)
+    if result.status == Status.INFEASIBLE:
+        plan.diagnosis = diagnose(problem, cands, solver=solver, time_limit=time_limit, threads=threads, pre=pre)
+    return plan

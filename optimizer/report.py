@@ -68,6 +68,7 @@ def plan_dict(plan: Plan) -> dict:
         "model": {k: v for k, v in plan.stats.items() if k != "blocks"},
         "overridden": pr.overridden,
         "warnings": pr.warnings,
+        "diagnosis": list(getattr(plan, "diagnosis", None) or []),
     }
 
 
@@ -111,6 +112,10 @@ def to_table(plan: Plan) -> str:
     if pr.overridden:
         lines.append(f"overrides  {len(pr.overridden)} catalog offering(s) replaced: "
                      + ", ".join(o["id"] for o in pr.overridden[:10]))
+    diagnosis = getattr(plan, "diagnosis", None) or []
+    if diagnosis:
+        lines += ["", "Why there is no plan (docs/diagnosis.md)"]
+        lines += [f"  - {d['kind']}: {d['message']}" for d in diagnosis]
     if not plan.status.has_plan:
         return "\n".join(lines) + "\n"
 

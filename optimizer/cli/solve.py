@@ -56,4 +56,7 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets) 
         click.echo(to_table(plan))
     if not plan.status.has_plan:
         click.echo(f"{plan.status.value}: {plan.result.message}", err=True)
+        if fmt != "table":  # the table already shows the diagnosis on stdout
+            for d in getattr(plan, "diagnosis", None) or []:
+                click.echo(f"  - {d['kind']}: {d['message']}", err=True)
     sys.exit(exit_code(plan.status))
