@@ -20,8 +20,12 @@ def main() -> None:
 
 from . import catalog as _catalog  # noqa: E402
 from . import estimate as _estimate  # noqa: E402
+from . import schema as _schema  # noqa: E402
 from . import solve as _solve  # noqa: E402
+from . import validate as _validate  # noqa: E402
 
 main.add_command(_solve.solve)
 main.add_command(_estimate.estimate)
 main.add_command(_catalog.catalog)
+main.add_command(_validate.validate)
+main.add_command(_schema.schema)
