@@ -486,7 +486,8 @@ def _fill_offering_defaults(off: pd.DataFrame) -> pd.DataFrame:
     return off
 
 
-def load_problem(path: str | Path, sets: list[str] | tuple[str, ...] = ()) -> Problem:
+def load_problem(path: str | Path, sets: list[str] | tuple[str, ...] = (),
+                 scales: list[str] | tuple[str, ...] = ()) -> Problem:
     """Read, overlay (``--set``), validate and merge a problem file.
 
     Parameters
@@ -495,13 +496,15 @@ def load_problem(path: str | Path, sets: list[str] | tuple[str, ...] = ()) -> Pr
         The problem YAML file.
     sets
         ``PATH=VALUE`` / ``PATH*=FACTOR`` overlays applied to a copy of the data.
+    scales
+        ``SELECTOR:FACTOR`` overlays (``--scale``), applied after ``sets``.
     """
     path = Path(path)
     file = str(path)
     raw = read_yaml(path)
-    if sets:
+    if sets or scales:
         from .overlay import apply_sets
 
-        raw = apply_sets(copy.deepcopy(raw), sets, file)
+        raw = apply_sets(copy.deepcopy(raw), sets, file, scales=scales)
     spec = parse_problem_file(raw, file)
     return build_problem(spec, file, path.parent)

@@ -272,6 +272,20 @@ class Finance(Strict):
     discount_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
 
 
+class Scenario(Strict):
+    """A named what-if: ``--set`` and ``--scale`` overlays (docs/whatif.md)."""
+
+    name: str
+    set: list[str] = Field(default_factory=list)
+    scale: list[str] = Field(default_factory=list)
+    description: str | None = None
+
+    @field_validator("set", "scale", mode="before")
+    @classmethod
+    def _one_or_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+
 class ProblemFile(Strict):
     """The whole problem file, exactly as the user wrote it (before catalogs merge)."""
 
@@ -287,6 +301,7 @@ class ProblemFile(Strict):
     efficiency: dict[str, float] = Field(default_factory=dict)
     models: list[dict] = Field(default_factory=list)
     gpus: list[dict] = Field(default_factory=list)
+    scenarios: list[Scenario] = Field(default_factory=list)
 
     @field_validator("catalog", mode="before")
     @classmethod

@@ -23,9 +23,13 @@ from . import estimate as _estimate  # noqa: E402
 from . import schema as _schema  # noqa: E402
 from . import solve as _solve  # noqa: E402
 from . import validate as _validate  # noqa: E402
+from . import sweep as _sweep  # noqa: E402
+from . import whatif as _whatif  # noqa: E402
 
 main.add_command(_solve.solve)
 main.add_command(_estimate.estimate)
 main.add_command(_catalog.catalog)
+main.add_command(_whatif.whatif)
+main.add_command(_sweep.sweep)
 main.add_command(_validate.validate)
 main.add_command(_schema.schema)

@@ -1,0 +1,127 @@
+"""``gpuopt whatif PROBLEM``: the base plan, a changed plan, and what changed; or named scenarios side by side.
+
+Modes (docs/whatif.md):
+
+- ``--set``/``--scale`` (and/or ``--scenario NAME``): solve the base and the
+  changed problem; print the cost delta by pricing kind and by workload and
+  what moved. ``--format json`` prints ``{"base", "scenario", "delta", "change"}``.
+- none of them, with scenarios in the problem file or ``--scenarios FILE``:
+  solve the base and every scenario and print them side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..backends import Status
+from ..errors import InputError
+from ..pipeline import run
+from ..report import plan_dict
+from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
+from .overlay_options import overlay_options, parallel_options
+from .solve import solver_options
+
+
+def worst_exit(statuses) -> int:
+    """3 if any solve failed without a plan, else 1 if any was infeasible, else 0."""
+    sts = [Status(s) for s in statuses]
+    if any(not s.has_plan and s != Status.INFEASIBLE for s in sts):
+        return EXIT_SOLVER
+    if any(s == Status.INFEASIBLE for s in sts):
+        return EXIT_INFEASIBLE
+    return EXIT_OK
+
+
+@click.command()
+@click.argument("problem", type=click.Path(dir_okay=False))
+@overlay_options
+@click.option("--scenario", "scenario_name", default=None, metavar="NAME",
+              help="Compare this named scenario (from the problem's `scenarios:` or --scenarios) with the base.")
+@click.option("--scenarios", "scenario_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="A YAML file of named scenarios (a list of {name, set, scale, description}).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@solver_options
+@parallel_options
+def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, time_limit, gap, threads,
+           workers, executor, scheduler) -> None:
+    """Solve PROBLEM as it is and as changed; show what changed.
+
+    \b
+    gpuopt whatif q3.yaml --set 'offerings[aws-p5-spot].price_per_hour*=0.7'
+    gpuopt whatif q3.yaml --scale 'pricing=spot,gpu=H100-SXM:0.7' --scale 'demand:2'
+    gpuopt whatif q3.yaml --scenario spot-cut       # one named scenario against the base
+    gpuopt whatif q3.yaml --scenarios more.yaml     # every scenario side by side
+    """
+    from ..whatif import Change, build, compare, overlay, read_raw, render_compare, scenario_raw, scenarios
+
+    file = str(problem)
+    raw = read_raw(problem)
+    named = scenarios(raw, file, scenario_file)
+    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+
+    if scenario_name is not None or sets or scales:
+        if scenario_name is not None:
+            hits = [c for c in named if c.name == scenario_name]
+            if not hits:
+                from ..errors import unknown_name
+
+                raise unknown_name("scenario", scenario_name, [c.name for c in named] or ["(none defined)"],
+                                   field="--scenario", value=scenario_name)
+            ch = hits[0]
+            new_raw = scenario_raw(raw, file, ch)
+            ch = Change(ch.name, ch.sets + list(sets), ch.scales + list(scales), ch.description)
+            new_raw = overlay(new_raw, file, sets, scales)
+        else:
+            ch = Change("scenario", list(sets), list(scales))
+            new_raw = overlay(raw, file, sets, scales)
+        base_pr, new_pr = build(raw, file), build(new_raw, file)
+        base, new = run(base_pr, **opts), run(new_pr, **opts)
+        delta = compare(base, new)
+        if fmt == "json":
+            click.echo(json.dumps({"base": plan_dict(base), "scenario": plan_dict(new), "delta": delta,
+                                   "change": {"name": ch.name, "description": ch.description, "set": ch.sets,
+                                              "scale": ch.scales}}, indent=2))
+        else:
+            title = (f"{ch.name}: " if scenario_name else "") + ch.title
+            click.echo(render_compare(delta, base, new, title))
+        for p, label in ((base, "base"), (new, "scenario")):
+            if not p.status.has_plan:
+                click.echo(f"{label}: {p.status.value}: {p.result.message}", err=True)
+        sys.exit(worst_exit([base.status.value, new.status.value]))
+
+    if not named:
+        fail_usage("nothing to compare: give --set/--scale, --scenario NAME, or scenarios "
+                   "(a `scenarios:` section in the problem file, or --scenarios FILE)")
+    _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler)
+
+
+def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> None:
+    from ..sweep import Progress, make_task, run_tasks
+    from ..whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
+
+    changes = [Change("base", description=None)] + named
+    raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]
+    # validate every scenario before solving any: a bad one is exit 2 naming it
+    currency = None
+    for ch, r in zip(changes, raws):
+        try:
+            pr = build(r, file)
+        except InputError as e:
+            if ch.name == "base":
+                raise
+            raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
+        currency = currency or pr.currency
+    tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
+    results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
+                        progress=Progress(len(tasks), label="scenarios"))
+    rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
+                              for ch, res in zip(changes, results)])
+    if fmt == "json":
+        click.echo(json.dumps({"problem": raw.get("name", "problem"), "currency": currency, "scenarios": rows},
+                              indent=2))
+    else:
+        click.echo(render_side_by_side(rows, currency))
+    sys.exit(worst_exit([r["status"] for r in rows]))

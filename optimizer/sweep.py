@@ -1,0 +1,477 @@
+"""Sweeps: solve a problem over a grid of one or two varied values, serially or in parallel.
+
+A dimension is ``--vary 'PATH=START:STOP:STEPS'`` (set the field to each
+value), ``--vary 'PATH*=START:STOP:STEPS'`` (multiply it by each factor),
+``PATH=V1,V2,...`` (a list), or ``--vary-scale 'SELECTOR:START:STOP:STEPS'``
+(a ``--scale`` selector with each factor). The grid is the product of the
+dimensions, the first one outermost; points are numbered in that order and
+results are always reported in it, however they were computed.
+
+Execution: :func:`run_tasks` solves independent *tasks* (plain data: the
+problem's YAML data already changed for that point, the file name it came
+from, solver options) in this process, in a pool of processes
+(``concurrent.futures.ProcessPoolExecutor``, spawned) or on a Dask cluster
+(``dask.distributed``). Each task returns :func:`optimizer.whatif.summary`
+of its plan, so every executor gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import os
+import re
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError
+from .overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
+from .yamlio import parse_yaml
+
+_RANGE = re.compile(r"^\s*([^:,]+):([^:,]+):([^:,]+)\s*$")
+
+
+# ---------------------------------------------------------------------------
+# dimensions
+
+
+@dataclass
+class Dimension:
+    """One varied quantity and its values."""
+
+    spec: str
+    kind: str                  # "set" or "scale"
+    target: str                # the --set path or the selector text
+    op: str                    # "=" or "*=" (a scale is always a factor)
+    values: list
+    selector: Selector | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "scale":
+            return f"scale({self.target})"
+        return self.target + ("*" if self.op == "*=" else "")
+
+    def apply(self, raw: dict, value, file: str) -> None:
+        if self.kind == "scale":
+            apply_scale_factor(raw, self.selector, value, file, spec=f"{self.target}:{value}", field="--vary-scale")
+        else:
+            apply_set_value(raw, self.target, self.op, value, file, spec=f"{self.target}{self.op}{value}",
+                            field="--vary")
+
+    def as_dict(self) -> dict:
+        return {"label": self.label, "kind": self.kind, "target": self.target, "op": self.op, "values": self.values}
+
+
+def _num(text: str, spec: str, field: str):
+    v = parse_yaml(text.strip(), f"{field} {spec}")
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise InputError(f"{text.strip()!r} is not a number", field=field, value=spec,
+                         allowed="START:STOP:STEPS with numbers, e.g. 0.5:1.5:11")
+    return v
+
+
+def linspace(start, stop, steps: int) -> list:
+    """``steps`` evenly spaced values from ``start`` to ``stop``; integers when all of them are."""
+    if steps == 1:
+        return [start]
+    if all(isinstance(v, int) for v in (start, stop)) and (stop - start) % (steps - 1) == 0:
+        d = (stop - start) // (steps - 1)
+        return [start + i * d for i in range(steps)]
+    return [float(f"{start + (stop - start) * i / (steps - 1):.12g}") for i in range(steps)]
+
+
+def _values(text: str, spec: str, field: str, numeric: bool) -> list:
+    m = _RANGE.match(text)
+    if m:
+        start, stop = _num(m.group(1), spec, field), _num(m.group(2), spec, field)
+        steps = _num(m.group(3), spec, field)
+        if not isinstance(steps, int) or steps < 1:
+            raise InputError("STEPS must be a whole number of at least 1", field=field, value=spec,
+                             allowed="START:STOP:STEPS, e.g. 0.5:1.5:11 (11 values)")
+        return linspace(start, stop, steps)
+    if ":" in text:
+        raise InputError("expected START:STOP:STEPS (three numbers) or V1,V2,...", field=field, value=spec,
+                         allowed="e.g. 0.5:1.5:11 or 10,20,40")
+    items = [t for t in text.split(",")]
+    if any(not t.strip() for t in items):
+        raise InputError("empty value in the list", field=field, value=spec,
+                         allowed="START:STOP:STEPS or V1,V2,...")
+    vals = [_num(t, spec, field) if numeric else parse_yaml(t.strip(), f"{field} {spec}") for t in items]
+    return vals
+
+
+def parse_vary(spec: str) -> Dimension:
+    """``PATH=START:STOP:STEPS``, ``PATH*=START:STOP:STEPS`` or ``PATH[*]=V1,V2,...``."""
+    path, op, text = split_set(spec, field="--vary")
+    if not text.strip():
+        raise InputError("--vary needs values", field="--vary", value=spec, allowed="PATH=START:STOP:STEPS")
+    parse_path(path, "--vary")
+    values = _values(text, spec, "--vary", numeric=op == "*=")
+    return Dimension(spec, "set", path.strip(), op, values)
+
+
+def parse_vary_scale(spec: str) -> Dimension:
+    """``SELECTOR:START:STOP:STEPS`` or ``SELECTOR:V1,V2,...`` (factors)."""
+    parts = spec.rsplit(":", 3)
+    if len(parts) == 4 and _RANGE.match(":".join(parts[1:])):
+        sel_text, text = parts[0], ":".join(parts[1:])
+    else:
+        sel_text, _, text = spec.rpartition(":")
+    if not sel_text.strip() or not text.strip():
+        raise InputError("malformed --vary-scale", field="--vary-scale", value=spec,
+                         allowed="SELECTOR:START:STOP:STEPS, e.g. pricing=spot,gpu=H100-SXM:0.5:1.5:11")
+    sel = parse_selector(sel_text, field="--vary-scale", spec=spec)
+    values = _values(text, spec, "--vary-scale", numeric=True)
+    if any(v < 0 for v in values):
+        raise InputError("factors must not be negative", field="--vary-scale", value=spec)
+    return Dimension(spec, "scale", sel.text, "*=", values, sel)
+
+
+def grid(dims: list[Dimension]) -> list[tuple]:
+    """Every combination of values, the first dimension outermost."""
+    return list(itertools.product(*[d.values for d in dims]))
+
+
+def point_label(dims: list[Dimension], values: tuple) -> str:
+    return ", ".join(f"{d.label}={v}" for d, v in zip(dims, values))
+
+
+def point_raw(base_raw: dict, file: str, dims: list[Dimension], values: tuple) -> dict:
+    """``base_raw`` (already changed by --set/--scale) with this point's values applied, as a copy."""
+    raw = copy.deepcopy(base_raw)
+    for d, v in zip(dims, values):
+        d.apply(raw, v, file)
+    return raw
+
+
+# ---------------------------------------------------------------------------
+# tasks and executors
+
+
+def make_task(index: int, raw: dict, file: str, solver: str, time_limit, gap, threads) -> dict:
+    """A task is plain data: a worker needs no access to the user's files."""
+    return {"index": index, "raw": raw, "file": file, "solver": solver, "time_limit": time_limit,
+            "gap": gap, "threads": threads}
+
+
+def solve_task(task: dict) -> dict:
+    """Build and solve one task's problem; return its summary (or the input error, as text)."""
+    from .pipeline import run
+    from .whatif import build, summary
+
+    try:
+        problem = build(task["raw"], task["file"])
+    except InputError as e:
+        return {"index": task["index"], "input_error": e.render()}
+    plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
+               threads=task["threads"])
+    return {"index": task["index"], **summary(plan)}
+
+
+class Progress:
+    """``[#####.....] 37/100  12 s left`` on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, stream=None, enabled: bool | None = None, label: str = "solving"):
+        self.total, self.done, self.label = total, 0, label
+        self.stream = stream or sys.stderr
+        if enabled is None:
+            enabled = bool(getattr(self.stream, "isatty", lambda: False)()) and total > 1
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        el = time.monotonic() - self.t0
+        left = el / self.done * (self.total - self.done) if self.done else 0.0
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+                          f"  {el:5.0f} s, ~{left:.0f} s left ")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _dask_client(scheduler: str | None, workers: int):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - a dependency
+        raise InputError("--executor dask needs dask[distributed] installed", field="--executor") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="15s"), None
+        except (OSError, TimeoutError, ValueError) as e:
+            raise InputError(f"cannot reach the Dask scheduler ({e})", field="--scheduler", value=scheduler,
+                             allowed="an address such as tcp://HOST:8786") from None
+    import logging
+
+    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", scheduler: str | None = None,
+              progress: Progress | None = None) -> list[dict]:
+    """Solve every task; results in task order. ``executor``: ``local`` (processes when
+    ``workers > 1``) or ``dask`` (``scheduler`` address, or a local Dask cluster of ``workers``)."""
+    progress = progress or Progress(len(tasks), enabled=False)
+    results: dict[int, dict] = {}
+
+    def take(res: dict) -> None:
+        if "input_error" in res:
+            raise InputError(f"point {res['index']}: {res['input_error']}")
+        results[res["index"]] = res
+        progress.update()
+
+    try:
+        if executor == "dask":
+            from dask.distributed import as_completed
+
+            client, cluster = _dask_client(scheduler, workers)
+            try:
+                tag = uuid.uuid4().hex[:8]
+                futures = [client.submit(solve_task, t, key=f"gpuopt-{tag}-{t['index']}", pure=False)
+                           for t in tasks]
+                try:
+                    for fut in as_completed(futures):
+                        take(fut.result())
+                finally:
+                    for f in futures:
+                        f.release()
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        elif workers > 1 and len(tasks) > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                                     mp_context=mp.get_context("spawn")) as pool:
+                futures = [pool.submit(solve_task, t) for t in tasks]
+                try:
+                    for fut in as_completed(futures):
+                        take(fut.result())
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        else:
+            for t in tasks:
+                take(solve_task(t))
+    finally:
+        progress.close()
+    return [results[t["index"]] for t in tasks]
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------------------
+# results
+
+
+def points(dims: list[Dimension], combos: list[tuple], results: list[dict]) -> list[dict]:
+    """JSON points: index, values (by dimension label), status, objective, total cost, costs, mix."""
+    out = []
+    for i, (vals, res) in enumerate(zip(combos, results)):
+        r = {k: v for k, v in res.items() if k != "index"}
+        out.append({"index": i, "values": {d.label: v for d, v in zip(dims, vals)}, **r})
+    return out
+
+
+def _coords(dims: list[Dimension], i: int) -> tuple:
+    sizes = [len(d.values) for d in dims]
+    out = []
+    for s in reversed(sizes):
+        out.append(i % s)
+        i //= s
+    return tuple(reversed(out))
+
+
+def break_points(dims: list[Dimension], pts: list[dict]) -> list[dict]:
+    """Adjacent points (along each dimension) whose status or mix differ, and what changed."""
+    sizes = [len(d.values) for d in dims]
+    index = {_coords(dims, p["index"]): p for p in pts}
+    out = []
+    for k, d in enumerate(dims):
+        for c, a in index.items():
+            if c[k] + 1 >= sizes[k]:
+                continue
+            nc = c[:k] + (c[k] + 1,) + c[k + 1:]
+            b = index[nc]
+            if a["status"] == b["status"] and a["mix"] == b["mix"]:
+                continue
+            changes = {o: [a["mix"].get(o, 0), b["mix"].get(o, 0)]
+                       for o in sorted(set(a["mix"]) | set(b["mix"])) if a["mix"].get(o, 0) != b["mix"].get(o, 0)}
+            out.append({"dimension": d.label, "from_index": a["index"], "to_index": b["index"],
+                        "from": a["values"], "to": b["values"],
+                        "status": [a["status"], b["status"]], "changes": changes})
+    return sorted(out, key=lambda r: (r["from_index"], r["dimension"]))
+
+
+def break_text(bp: dict) -> str:
+    dim = bp["dimension"]
+    fixed = ", ".join(f"{k}={v}" for k, v in bp["from"].items() if k != dim)
+    head = f"{dim}: {bp['from'][dim]} -> {bp['to'][dim]}" + (f" (at {fixed})" if fixed else "")
+    parts = [f"{o} {a}->{b}" for o, (a, b) in bp["changes"].items()]
+    if bp["status"][0] != bp["status"][1]:
+        parts.insert(0, f"status {bp['status'][0]}->{bp['status'][1]}")
+    return f"{head}: " + ", ".join(parts)
+
+
+def _kinds(pts: list[dict]) -> list[str]:
+    from .schema import PRICING_KINDS
+
+    return [k for k in PRICING_KINDS if any(k in (p.get("by_pricing") or {}) for p in pts)]
+
+
+def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> pd.DataFrame:
+    """One row per point: the values, status, objective, total cost, cost per pricing kind, mix."""
+    from .whatif import mix_text
+
+    kinds = _kinds(pts)
+    offerings = sorted({o for p in pts for o in p["mix"]})
+    rows = []
+    for p in pts:
+        row = {"index": p["index"], **p["values"], "status": p["status"], "objective": p["objective"],
+               "total_cost": p["total_cost"]}
+        for k in kinds:
+            row[f"cost_{k}"] = p["by_pricing"].get(k, 0.0) if p["objective"] is not None else None
+        row["mix"] = mix_text(p["mix"])
+        if units:
+            for o in offerings:
+                row[f"units:{o}"] = p["mix"].get(o, 0)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], currency: str, header: str) -> str:
+    df = points_frame(dims, pts, units=False).drop(columns=["index"])
+    lines = [header, df.to_string(index=False, float_format=lambda v: f"{v:,.2f}", na_rep="-"), ""]
+    if bps:
+        lines.append(f"Break points (where the mix changes): {len(bps)}")
+        lines += ["  " + break_text(b) for b in bps]
+    else:
+        lines.append("Break points: none (the same mix at every point)")
+    bad = [p for p in pts if p["objective"] is None]
+    if bad:
+        lines += ["", f"{len(bad)} point(s) without a plan, e.g. point {bad[0]['index']}: "
+                      f"{bad[0]['status']}: {bad[0]['message']}"]
+    return "\n".join(lines) + "\n"
+
+
+def output_paths(out_dir: str | None, plot: str | None) -> list[Path]:
+    paths = []
+    if out_dir:
+        paths += [Path(out_dir) / "points.csv", Path(out_dir) / "break_points.csv"]
+    if plot:
+        paths.append(Path(plot))
+    return paths
+
+
+def check_outputs(out_dir: str | None, plot: str | None, force: bool) -> None:
+    """Refuse (before any solving) to overwrite an existing output file without ``force``."""
+    if out_dir and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise InputError("output path exists and is not a directory", field="-o", value=out_dir)
+    if plot:
+        if not plot.lower().endswith(".png"):
+            raise InputError("the plot is written as PNG", field="--plot", value=plot, allowed="FILE.png")
+        if not Path(plot).parent.exists():
+            raise InputError("the plot's directory does not exist", field="--plot", value=plot)
+    existing = [str(p) for p in output_paths(out_dir, plot) if p.exists()]
+    if existing and not force:
+        raise InputError(f"would overwrite {len(existing)} existing file(s), e.g. {existing[0]}",
+                         field="-o" if out_dir and not existing[0] == plot else "--plot", value=existing[0],
+                         allowed="a new path, or --force to overwrite")
+
+
+def write_csv(dims: list[Dimension], pts: list[dict], bps: list[dict], out_dir: str) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    p1, p2 = out / "points.csv", out / "break_points.csv"
+    points_frame(dims, pts).to_csv(p1, index=False)
+    rows = [{"dimension": b["dimension"], "from_index": b["from_index"], "to_index": b["to_index"],
+             **{f"from:{k}": v for k, v in b["from"].items()}, **{f"to:{k}": v for k, v in b["to"].items()},
+             "status_from": b["status"][0], "status_to": b["status"][1],
+             "changes": "; ".join(f"{o} {a}->{c}" for o, (a, c) in b["changes"].items())} for b in bps]
+    pd.DataFrame(rows, columns=None if rows else ["dimension", "from_index", "to_index", "changes"]).to_csv(
+        p2, index=False)
+    return [p1, p2]
+
+
+def plot(dims: list[Dimension], pts: list[dict], bps: list[dict], path: str, currency: str, title: str) -> None:
+    """One dimension: objective and units per offering against the value, break points dashed.
+    Two dimensions: a heat map of the objective, mix changes marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if len(dims) == 1:
+        d = dims[0]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.values)
+        xs = list(d.values) if numeric else list(range(len(d.values)))
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+        ys = [p["objective"] if p["objective"] is not None else np.nan for p in pts]
+        ax1.plot(xs, ys, "o-", color="tab:blue")
+        ax1.set_ylabel(f"objective ({currency})")
+        ax1.set_title(title, fontsize=10)
+        ax1.grid(alpha=0.3)
+        offerings = sorted({o for p in pts for o in p["mix"]})
+        for o in offerings:
+            ax2.step(xs, [p["mix"].get(o, 0) for p in pts], where="mid", label=o)
+        ax2.set_ylabel("units")
+        ax2.set_xlabel(d.label)
+        ax2.grid(alpha=0.3)
+        if offerings:
+            ax2.legend(fontsize=7, loc="best", ncol=2)
+        for b in bps:
+            xa, xb = xs[_coords(dims, b["from_index"])[0]], xs[_coords(dims, b["to_index"])[0]]
+            for ax in (ax1, ax2):
+                ax.axvline((xa + xb) / 2, ls="--", color="grey", lw=0.8)
+        if not numeric:
+            ax2.set_xticks(xs, [str(v) for v in d.values])
+    else:
+        d1, d2 = dims
+        z = np.full((len(d1.values), len(d2.values)), np.nan)
+        for p in pts:
+            i, j = _coords(dims, p["index"])
+            if p["objective"] is not None:
+                z[i, j] = p["objective"]
+        fig, ax = plt.subplots(figsize=(8, 6))
+        im = ax.imshow(z, origin="lower", aspect="auto", cmap="viridis")
+        fig.colorbar(im, ax=ax, label=f"objective ({currency})")
+        ax.set_yticks(range(len(d1.values)), [f"{v:g}" if isinstance(v, float) else str(v) for v in d1.values])
+        ax.set_xticks(range(len(d2.values)), [f"{v:g}" if isinstance(v, float) else str(v) for v in d2.values],
+                      rotation=45)
+        ax.set_ylabel(d1.label)
+        ax.set_xlabel(d2.label)
+        ax.set_title(title + "\n(white lines: the mix changes)", fontsize=10)
+        for b in bps:
+            (i1, j1), (i2, j2) = _coords(dims, b["from_index"]), _coords(dims, b["to_index"])
+            if i1 == i2:  # along d2: vertical segment between columns
+                ax.plot([(j1 + j2) / 2] * 2, [i1 - 0.5, i1 + 0.5], color="white", lw=1.5)
+            else:
+                ax.plot([j1 - 0.5, j1 + 0.5], [(i1 + i2) / 2] * 2, color="white", lw=1.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def finite(x) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,345 @@
+"""What-if: a problem changed by overlays, solved beside the base, and what moved.
+
+A *change* is a list of ``--set`` strings and a list of ``--scale`` strings
+(:mod:`optimizer.overlay`). :func:`compare` puts two plans side by side: the
+cost delta by pricing kind and by workload, units per offering, inference
+replicas per service and GPU type, and training placement. Named scenarios
+(a ``scenarios:`` section of the problem file, or a scenario file) are
+changes with a name; :func:`summary` is the one-row digest each of them
+gets in the side-by-side table and each sweep point gets.
+
+docs/whatif.md describes the grammar and the outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from pydantic import ValidationError
+
+from .errors import InputError
+from .load import Problem, build_problem, parse_problem_file, validation_to_input_error
+from .overlay import apply_sets
+from .plan import Plan
+from .schema import PRICING_KINDS, Scenario
+from .yamlio import read_yaml
+
+#: Values closer than this are the same (cost deltas, hours).
+TOL = 1e-6
+
+
+# ---------------------------------------------------------------------------
+# problems from data
+
+
+def read_raw(path: str | Path) -> dict:
+    """The problem file's data (read once; overlays change copies of it)."""
+    raw = read_yaml(Path(path))
+    if not isinstance(raw, dict):
+        parse_problem_file(raw, str(path))  # raises the loader's own message
+    return raw
+
+
+def overlay(raw: dict, file: str, sets=(), scales=(), set_field: str = "--set",
+            scale_field: str = "--scale") -> dict:
+    """A copy of ``raw`` with ``sets`` then ``scales`` applied (``raw`` itself when there are none)."""
+    if not sets and not scales:
+        return raw
+    return apply_sets(raw, list(sets), file, scales=list(scales), set_field=set_field, scale_field=scale_field)
+
+
+def build(raw: dict, file: str) -> Problem:
+    """Validate and merge problem data read from ``file`` (catalog paths are relative to it)."""
+    spec = parse_problem_file(raw, file)
+    return build_problem(spec, file, Path(file).parent)
+
+
+# ---------------------------------------------------------------------------
+# digests of a plan
+
+
+def _f(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def units_in_use(plan: Plan) -> dict[str, int]:
+    """Units per offering: committed units (reserved, owned), else the most running in any period.
+
+    Rented units count inference replicas' units plus each training cluster's
+    units (cluster GPUs ÷ GPUs per unit, rounded up) in the periods it runs.
+    """
+    if not plan.status.has_plan:
+        return {}
+    O = plan.problem.offerings
+    per: dict[tuple[str, str], float] = {}
+    u = plan.usage
+    if len(u):
+        for o, p, n in zip(u["offering"], u["period"], u["units"]):
+            per[(o, p)] = per.get((o, p), 0.0) + float(n)
+    t = plan.training
+    if len(t):
+        for o, p, pricing, g in zip(t["offering"], t["period"], t["pricing"], t["gpus"]):
+            if pricing in ("on_demand", "spot"):
+                per[(o, p)] = per.get((o, p), 0.0) + math.ceil(float(g) / float(O.at[o, "gpus_per_unit"]))
+    out: dict[str, int] = {}
+    for (o, _), n in per.items():
+        out[o] = max(out.get(o, 0), int(round(n)))
+    return {o: n for o, n in sorted(out.items()) if n > 0}
+
+
+def mix_text(mix: dict[str, int]) -> str:
+    """``{"a": 2, "b": 1}`` -> ``a×2 b×1``."""
+    return " ".join(f"{o}×{n}" for o, n in mix.items()) or "-"
+
+
+def cost_by_pricing(plan: Plan) -> dict[str, float]:
+    if not plan.status.has_plan:
+        return {}
+    bp = plan.by_pricing()
+    return {str(k): float(v) for k, v in zip(bp["pricing"], bp["cost"])}
+
+
+def summary(plan: Plan) -> dict:
+    """One plan in a row: status, objective, total cost, cost by pricing kind, the chosen mix."""
+    r = plan.result
+    return {
+        "status": r.status.value,
+        "message": r.message or "",
+        "objective": _f(plan.objective),
+        "total_cost": _f(plan.total_cost),
+        "by_pricing": cost_by_pricing(plan),
+        "mix": units_in_use(plan),
+        "solve_seconds": round(float(r.solve_seconds), 4),
+    }
+
+
+def replicas(plan: Plan) -> pd.DataFrame:
+    """Replicas per service and GPU type: the peak over periods and the hour-weighted average."""
+    cols = ["service", "gpu", "peak", "average"]
+    if not plan.status.has_plan or plan.inference.empty:
+        return pd.DataFrame(columns=cols)
+    P = plan.problem.periods
+    g = plan.inference.groupby(["service", "gpu", "period"], as_index=False)["replicas"].sum()
+    g["rh"] = g["replicas"] * g["period"].map(P["hours"])
+    out = g.groupby(["service", "gpu"], as_index=False).agg(peak=("replicas", "max"), rh=("rh", "sum"))
+    out["average"] = out["rh"] / float(P["hours"].sum())
+    return out[cols]
+
+
+def placement(plan: Plan) -> pd.DataFrame:
+    """Training cluster hours per job, offering and cluster size."""
+    cols = ["job", "offering", "gpu", "gpus", "hours"]
+    if not plan.status.has_plan or plan.training.empty:
+        return pd.DataFrame(columns=cols)
+    return plan.training.groupby(["job", "offering", "gpu", "gpus"], as_index=False)["hours"].sum()[cols]
+
+
+# ---------------------------------------------------------------------------
+# comparison
+
+
+def _delta(a, b):
+    return None if a is None or b is None else b - a
+
+
+def _side(base: dict, new: dict, key: str) -> list[dict]:
+    names = list(dict.fromkeys(list(base) + list(new)))
+    return [{key: n, "base": base.get(n, 0.0), "scenario": new.get(n, 0.0),
+             "delta": new.get(n, 0.0) - base.get(n, 0.0)} for n in names]
+
+
+def compare(base: Plan, new: Plan) -> dict:
+    """What changed from ``base`` to ``new``: costs, and what moved (changed rows only)."""
+    both = base.status.has_plan and new.status.has_plan
+    out: dict = {
+        "status": {"base": base.status.value, "scenario": new.status.value},
+        "objective": {"base": _f(base.objective), "scenario": _f(new.objective),
+                      "delta": _delta(_f(base.objective), _f(new.objective))},
+        "total_cost": {"base": _f(base.total_cost), "scenario": _f(new.total_cost),
+                       "delta": _delta(_f(base.total_cost), _f(new.total_cost))},
+        "by_pricing": [], "by_workload": [], "units": [], "replicas": [], "training": [],
+    }
+    if not both:
+        return out
+    bp = _side(cost_by_pricing(base), cost_by_pricing(new), "pricing")
+    order = {k: i for i, k in enumerate(PRICING_KINDS)}
+    out["by_pricing"] = sorted(bp, key=lambda r: order.get(r["pricing"], 99))
+
+    def wl(p: Plan) -> dict:
+        w = p.by_workload()
+        return {str(k): float(v) for k, v in zip(w["workload"], w["cost"])}
+
+    out["by_workload"] = _side(wl(base), wl(new), "workload")
+
+    O = pd.concat([base.problem.offerings, new.problem.offerings])
+    O = O[~O.index.duplicated(keep="last")]
+    ub, un = units_in_use(base), units_in_use(new)
+    for o in sorted(set(ub) | set(un)):
+        a, b = ub.get(o, 0), un.get(o, 0)
+        if a != b:
+            out["units"].append({"offering": o, "pricing": str(O.at[o, "pricing"]), "gpu": str(O.at[o, "gpu"]),
+                                 "base": a, "scenario": b, "delta": b - a})
+
+    rb, rn = replicas(base), replicas(new)
+    m = rb.merge(rn, on=["service", "gpu"], how="outer", suffixes=("_base", "_scenario")).fillna(0)
+    for r in m.sort_values(["service", "gpu"]).itertuples(index=False):
+        if abs(r.peak_base - r.peak_scenario) > TOL or abs(r.average_base - r.average_scenario) > 1e-3:
+            out["replicas"].append({"service": r.service, "gpu": r.gpu,
+                                    "base_peak": int(r.peak_base), "scenario_peak": int(r.peak_scenario),
+                                    "base_average": round(float(r.average_base), 4),
+                                    "scenario_average": round(float(r.average_scenario), 4)})
+
+    tb, tn = placement(base), placement(new)
+    m = tb.merge(tn, on=["job", "offering", "gpu", "gpus"], how="outer", suffixes=("_base", "_scenario")).fillna(0)
+    for r in m.sort_values(["job", "offering", "gpus"]).itertuples(index=False):
+        if abs(r.hours_base - r.hours_scenario) > 1e-4:
+            out["training"].append({"job": r.job, "offering": r.offering, "gpu": r.gpu, "gpus": int(r.gpus),
+                                    "base_hours": round(float(r.hours_base), 4),
+                                    "scenario_hours": round(float(r.hours_scenario), 4),
+                                    "delta_hours": round(float(r.hours_scenario - r.hours_base), 4)})
+    return out
+
+
+def _money(x) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def _signed(x) -> str:
+    return "-" if x is None else f"{x:+,.2f}"
+
+
+def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
+    if not rows:
+        return "  (nothing moved)"
+    df = pd.DataFrame(rows)
+    if cols:
+        df = df[cols]
+    return df.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
+
+
+def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
+    """The comparison as readable text."""
+    cur = base.problem.currency
+    o = delta["objective"]
+    pct = ""
+    if o["delta"] is not None and o["base"]:
+        pct = f" ({100 * o['delta'] / o['base']:+.1f} %)"
+    lines = [
+        f"what if: {title}",
+        f"{'':<12}{'base':>18}{'scenario':>18}{'delta':>18}",
+        f"{'status':<12}{base.status.value:>18}{new.status.value:>18}",
+        f"{'objective':<12}{_money(o['base']):>18}{_money(o['scenario']):>18}{_signed(o['delta']):>18}{pct}"
+        f"   ({base.problem.objective}, {cur})",
+        f"{'total cost':<12}{_money(delta['total_cost']['base']):>18}{_money(delta['total_cost']['scenario']):>18}"
+        f"{_signed(delta['total_cost']['delta']):>18}",
+    ]
+    for p, label in ((base, "base"), (new, "scenario")):
+        if not p.status.has_plan:
+            lines.append(f"{label}: {p.status.value}: {p.result.message}")
+    if not (base.status.has_plan and new.status.has_plan):
+        return "\n".join(lines) + "\n"
+    lines += ["", f"Cost by pricing kind ({cur})", _frame(delta["by_pricing"])]
+    lines += ["", f"Cost by workload ({cur})", _frame(delta["by_workload"])]
+    lines += ["", "Units per offering (reserved/owned: committed; rented: most running in a period)",
+              _frame(delta["units"])]
+    lines += ["", "Inference replicas per service and GPU type (peak over periods; hour-weighted average)",
+              _frame(delta["replicas"])]
+    lines += ["", "Training placement (cluster hours per job and offering)", _frame(delta["training"])]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# named scenarios
+
+
+@dataclass
+class Change:
+    """A named set of overlays."""
+
+    name: str
+    sets: list[str] = field(default_factory=list)
+    scales: list[str] = field(default_factory=list)
+    description: str | None = None
+
+    @property
+    def title(self) -> str:
+        parts = [f"--set {s}" for s in self.sets] + [f"--scale {s}" for s in self.scales]
+        return " ".join(parts) or "(no change)"
+
+
+def _scenario_list(data: object, file: str, where: str) -> list[Scenario]:
+    if isinstance(data, dict) and set(data) == {"scenarios"}:
+        data = data["scenarios"]
+    if not isinstance(data, list):
+        raise InputError("a scenario file holds a list of scenarios (or `scenarios:` with one)", file=file,
+                         field=where, allowed="[{name: ..., set: [PATH=VALUE, ...], scale: [SELECTOR:FACTOR, ...]}]")
+    out = []
+    for i, item in enumerate(data):
+        label = item.get("name", i) if isinstance(item, dict) else i
+        try:
+            out.append(Scenario.model_validate(item))
+        except ValidationError as exc:
+            raise validation_to_input_error(exc, {"scenarios": data}, file) from None
+        if not out[-1].set and not out[-1].scale:
+            raise InputError("a scenario needs at least one `set:` or `scale:` entry", file=file,
+                             field=f"{where}[{label}]")
+    return out
+
+
+def scenarios(raw: dict, file: str, scenario_file: str | None = None) -> list[Change]:
+    """The problem's own scenarios, then those of ``scenario_file``; names must be unique."""
+    found: list[tuple[Scenario, str]] = []
+    if raw.get("scenarios"):
+        found += [(s, file) for s in _scenario_list(raw["scenarios"], file, "scenarios")]
+    if scenario_file:
+        data = read_yaml(Path(scenario_file))
+        found += [(s, scenario_file) for s in _scenario_list(data, scenario_file, "scenarios")]
+    seen: dict[str, str] = {}
+    out = []
+    for s, f in found:
+        if s.name in seen or s.name == "base":
+            raise InputError("duplicate scenario name" if s.name != "base" else "`base` names the unchanged problem",
+                             file=f, field=f"scenarios[{s.name}]", value=s.name,
+                             allowed="unique names" + (f" (also in {seen[s.name]})" if s.name in seen else ""))
+        seen[s.name] = f
+        out.append(Change(s.name, list(s.set), list(s.scale), s.description))
+    return out
+
+
+def scenario_raw(raw: dict, file: str, ch: Change) -> dict:
+    """``raw`` changed by scenario ``ch``; errors name the scenario."""
+    return overlay(raw, file, ch.sets, ch.scales, set_field=f"scenarios[{ch.name}].set",
+                   scale_field=f"scenarios[{ch.name}].scale")
+
+
+def side_by_side_rows(results: list[tuple[Change, dict]]) -> list[dict]:
+    """JSON rows of the side-by-side table."""
+    return [{"name": ch.name, "description": ch.description, "set": ch.sets, "scale": ch.scales, **res}
+            for ch, res in results]
+
+
+def render_side_by_side(rows: list[dict], currency: str) -> str:
+    kinds = [k for k in PRICING_KINDS if any(k in r["by_pricing"] for r in rows)]
+    table = []
+    for r in rows:
+        rec = {"name": r["name"], "status": r["status"], "objective": r["objective"], "total_cost": r["total_cost"]}
+        for k in kinds:
+            rec[k] = r["by_pricing"].get(k, 0.0) if r["by_pricing"] else None
+        rec["mix"] = mix_text(r["mix"])
+        table.append(rec)
+    df = pd.DataFrame(table)
+    lines = [f"Scenarios side by side ({currency}; mix = units per offering)",
+             df.to_string(index=False, float_format=lambda v: f"{v:,.2f}", na_rep="-")]
+    notes = [f"  {r['name']}: {r['description']}" for r in rows if r.get("description")]
+    if notes:
+        lines += ["", "Descriptions"] + notes
+    bad = [f"  {r['name']}: {r['status']}: {r['message']}" for r in rows if r["objective"] is None]
+    if bad:
+        lines += ["", "No plan"] + bad
+    return "\n".join(lines) + "\n"
