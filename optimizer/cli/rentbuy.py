@@ -1,0 +1,75 @@
+"""``gpuopt rentbuy PROBLEM``: rent versus buy (strategies, break-even, cash flows, NPV, sensitivity)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..load import load_problem
+from .common import fail_usage
+from .solve import exit_code, solver_options
+
+try:  # --set and --scale, shared with solve/whatif/sweep when that module is present
+    from .overlay_options import overlay_options
+except ImportError:  # pragma: no cover - older trees: a plain --set
+    def overlay_options(f):
+        return click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+                            help="Change the problem before solving (repeatable).")(f)
+
+
+@click.command()
+@click.argument("problem", type=click.Path(dir_okay=False))
+@solver_options
+@overlay_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "xlsx"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", default=None, metavar="PATH",
+              help="csv: a directory (one CSV per table); xlsx: a .xlsx file (one sheet per table); "
+                   "json: a file instead of stdout.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--no-break-even", "no_break_even", is_flag=True,
+              help="Skip the break-even capex search (the closed-form utilisation and payback stay).")
+@click.option("--no-sensitivity", "no_sensitivity", is_flag=True, help="Skip the sensitivity (tornado) re-solves.")
+@click.option("--step", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.2,
+              show_default=True, help="Sensitivity: move each input by this share down and up.")
+def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_break_even, no_sensitivity, step,
+            sets=(), scales=()) -> None:
+    """Rent versus buy for PROBLEM: strategies, break-even, cash flows, NPV and sensitivity.
+
+    \b
+    gpuopt rentbuy problems/rent-vs-buy-3y.yaml
+    gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format xlsx -o rentbuy.xlsx
+    gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format csv -o out/ --no-sensitivity
+    """
+    from ..rentbuy import analyse, check_output, to_dict, to_table, write_csv, write_xlsx
+
+    if fmt in ("csv", "xlsx") and not output:
+        fail_usage(f"--format {fmt} needs -o " + ("DIR (one CSV file per table)" if fmt == "csv"
+                                                   else "FILE.xlsx (one sheet per table)"))
+    if fmt == "table" and output:
+        fail_usage("-o is for --format csv, xlsx or json")
+    check_output(fmt, output, force)  # before any solve
+    pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
+    rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                 do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step)
+    if fmt == "json":
+        text = json.dumps(to_dict(rb), indent=2)
+        if output:
+            with open(output, "w") as fh:
+                fh.write(text + "\n")
+            click.echo(f"wrote {output}", err=True)
+        else:
+            click.echo(text)
+    elif fmt == "csv":
+        paths = write_csv(rb, output, force=force)
+        click.echo(f"wrote {len(paths)} CSV files to {output}", err=True)
+    elif fmt == "xlsx":
+        path = write_xlsx(rb, output, force=force)
+        click.echo(f"wrote {path}", err=True)
+    else:
+        click.echo(to_table(rb))
+    if not rb.mix.status.has_plan:
+        click.echo(f"{rb.mix.status.value}: {rb.mix.result.message}", err=True)
+    sys.exit(exit_code(rb.mix.status))

@@ -1,0 +1,1023 @@
+"""Rent versus buy: strategies, break-even, cash flows, NPV and sensitivity.
+
+Every number here comes from solves of the same MIP (:func:`optimizer.pipeline.run`)
+on modified *copies* of a :class:`~optimizer.load.Problem`, or from closed forms
+of the design's cost semantics. docs/finance.md gives every formula with a
+worked example.
+
+- :func:`compare_strategies`: ``rent`` (no new owned units), ``buy`` (owned
+  capacity only) and ``mix`` (the optimum), each solved on a copy.
+- :func:`break_even_capex`: the highest capex per unit at which the optimum
+  still buys a new unit of an owned offering (bracket, then safeguarded
+  bisection on solves to within 0.5 %).
+- :func:`utilisation_table`: the closed-form break-even utilisation of each
+  owned offering against every rental offering of its GPU type.
+- :func:`payback`: months until the owned units' savings against renting the
+  same GPU-hours on demand repay their capex.
+- :func:`cash_flows`: per month and per year, from the plan's ledger; their
+  present values add up to the plan's NPV.
+- :func:`sensitivity`: a tornado of the mix's objective and owned units when
+  one input moves −20 % and +20 %.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .backends import DEFAULT_SOLVER, Status
+from .candidates import Candidates, build_candidates
+from .formulation import discount_factors, horizon_end_month, owned_unit_costs
+from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
+from .pipeline import run
+from .plan import Plan
+
+RENTED = ("on_demand", "spot", "reserved")
+#: Break-even capex is located to within this share of its value.
+CAPEX_TOLERANCE = 0.005
+#: Upward bracketing of the break-even capex stops after this many doublings.
+MAX_DOUBLINGS = 10
+#: A break-even search stops after this many solves (and says so).
+MAX_SOLVES = 40
+
+Solver = Callable[[Problem], Plan]
+
+
+# ---------------------------------------------------------------------------
+# problem transforms (never in place)
+
+
+def variant(problem: Problem, offerings: pd.DataFrame | None = None, services=None,
+            discount_rate: float | None = None) -> Problem:
+    """A deep copy of ``problem`` with some parts replaced; the original is never touched."""
+    pr = copy.deepcopy(problem)
+    if offerings is not None:
+        pr.offerings = offerings.copy()
+    if services is not None:
+        pr.services = list(services)
+    if discount_rate is not None:
+        pr.spec = pr.spec.model_copy(update={"finance": pr.spec.finance.model_copy(
+            update={"discount_rate": float(discount_rate)})})
+    return pr
+
+
+def owned_ids(problem: Problem) -> list[str]:
+    O = problem.offerings
+    return list(O.index[O["pricing"] == "owned"])
+
+
+def rent_strategy(problem: Problem) -> Problem:
+    """No new owned units (max units = existing units); everything else as it is."""
+    O = problem.offerings.copy()
+    own = O["pricing"] == "owned"
+    O["max_units"] = O["max_units"].astype(float)
+    O.loc[own, "max_units"] = O.loc[own, "existing_units"].fillna(0).astype(float)
+    return variant(problem, offerings=O)
+
+
+def buy_strategy(problem: Problem) -> Problem:
+    """Owned capacity only: on-demand, spot and reserved offerings removed (existing owned kept)."""
+    O = problem.offerings
+    return variant(problem, offerings=O[O["pricing"] == "owned"])
+
+
+def forbid_new_units(problem: Problem, oid: str) -> Problem:
+    """No new units of one owned offering."""
+    O = problem.offerings.copy()
+    O["max_units"] = O["max_units"].astype(float)
+    O.loc[oid, "max_units"] = float(0 if pd.isna(O.at[oid, "existing_units"]) else O.at[oid, "existing_units"])
+    return variant(problem, offerings=O)
+
+
+def with_capex(problem: Problem, oid: str, capex: float) -> Problem:
+    O = problem.offerings.copy()
+    O["capex"] = O["capex"].astype(float)
+    O.loc[oid, "capex"] = float(capex)
+    return variant(problem, offerings=O)
+
+
+def scale_demand(problem: Problem, factor: float) -> Problem:
+    """Every inference service's demand (every period) times ``factor``."""
+    services = []
+    for s in problem.services:
+        d = s.demand_rps
+        d = {k: v * factor for k, v in d.items()} if isinstance(d, dict) else d * factor
+        services.append(s.model_copy(update={"demand_rps": d}))
+    return variant(problem, services=services)
+
+
+def _scale_columns(problem: Problem, kinds: tuple[str, ...], columns: list[str], factor: float,
+                   upper: float | None = None) -> Problem:
+    O = problem.offerings.copy()
+    rows = O["pricing"].isin(kinds)
+    for c in columns:
+        O[c] = O[c].astype(float)
+        v = O.loc[rows, c] * factor
+        O.loc[rows, c] = v.clip(upper=upper) if upper is not None else v
+    return variant(problem, offerings=O)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One input of the sensitivity analysis: how to scale it, and whether the problem has it."""
+
+    name: str
+    description: str
+    apply: Callable[[Problem, float], Problem]
+    present: Callable[[Problem], bool]
+
+
+def _owned_has(col: str) -> Callable[[Problem], bool]:
+    def present(pr: Problem) -> bool:
+        O = pr.offerings
+        v = O.loc[O["pricing"] == "owned", col].astype(float).fillna(0)
+        return bool((v > 0).any())
+
+    return present
+
+
+PARAMETERS: list[Parameter] = [
+    Parameter("capex", "capex of every owned offering",
+              lambda pr, f: _scale_columns(pr, ("owned",), ["capex"], f), _owned_has("capex")),
+    Parameter("lifetime", "lifetime_years of every owned offering",
+              lambda pr, f: _scale_columns(pr, ("owned",), ["lifetime_years"], f), _owned_has("lifetime_years")),
+    Parameter("residual value", "residual_fraction of every owned offering (at most 1)",
+              lambda pr, f: _scale_columns(pr, ("owned",), ["residual_fraction"], f, upper=1.0),
+              _owned_has("residual_fraction")),
+    Parameter("discount rate", "finance.discount_rate (moves the objective only under objective: npv)",
+              lambda pr, f: variant(pr, discount_rate=min(1.0, pr.discount_rate * f)),
+              lambda pr: pr.discount_rate > 0),
+    Parameter("electricity price", "electricity_per_kwh of every owned offering",
+              lambda pr, f: _scale_columns(pr, ("owned",), ["electricity_per_kwh"], f),
+              _owned_has("electricity_per_kwh")),
+    Parameter("fixed costs", "fixed_per_month (colocation, support, staff) of every owned offering",
+              lambda pr, f: _scale_columns(pr, ("owned",), ["fixed_per_month"], f), _owned_has("fixed_per_month")),
+    Parameter("demand", "demand_rps of every inference service, every period",
+              scale_demand, lambda pr: bool(pr.services)),
+    Parameter("cloud prices", "price_per_hour (and upfront) of every on-demand, spot and reserved offering",
+              lambda pr, f: _scale_columns(pr, RENTED, ["price_per_hour", "upfront"], f),
+              lambda pr: bool(pr.offerings["pricing"].isin(RENTED).any())),
+]
+
+
+# ---------------------------------------------------------------------------
+# solving
+
+
+def make_solver(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
+                gap: float = 1e-6, threads: int | None = None) -> tuple[Solver, Candidates]:
+    """A solve function for copies of ``problem``; candidates are built once and shared.
+
+    Candidate configurations depend on the workloads and the GPU types offered,
+    never on prices, capex or demand, so every transform here can reuse them.
+    """
+    cands = build_candidates(problem)
+
+    def solve(pr: Problem) -> Plan:
+        return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, candidates=cands)
+
+    return solve, cands
+
+
+def new_units(plan: Plan, oid: str) -> int:
+    """New units of owned offering ``oid`` in the plan (0 without a plan)."""
+    if not plan.status.has_plan or plan.commitments.empty:
+        return 0
+    c = plan.commitments
+    rows = c[(c["offering"] == oid) & (c["pricing"] == "owned")]
+    return int(rows["new_units"].fillna(0).sum())
+
+
+def owned_new_units(plan: Plan) -> int:
+    if not plan.status.has_plan or plan.commitments.empty:
+        return 0
+    c = plan.commitments
+    return int(c.loc[c["pricing"] == "owned", "new_units"].fillna(0).sum())
+
+
+def usable_offerings(plan: Plan) -> set[str]:
+    """Offerings some workload may use (an inference or training option exists on them)."""
+    T = plan.tables
+    if T is None:
+        return set()
+    return set(T.inference_options["offering"]) | set(T.training_options["offering"])
+
+
+def units_summary(plan: Plan) -> pd.DataFrame:
+    """Units per offering the plan uses: most held at once, hour-weighted average, GPU-hours used.
+
+    Reserved offerings also list units per term block (``blocks``, in start-month order).
+    """
+    cols = ["offering", "pricing", "gpu", "units_max", "units_avg", "new_units", "existing_units", "blocks",
+            "gpu_hours_used", "utilisation"]
+    if not plan.status.has_plan or plan.usage.empty:
+        return pd.DataFrame(columns=cols)
+    P = plan.problem.periods
+    O = plan.problem.offerings
+    u = plan.usage.assign(hours=plan.usage["period"].map(P["hours"]))
+    u["used_gh"] = (u["inference_gpus"] + u["training_gpus"]) * u["hours"]
+    u["cap_gh"] = u["capacity_gpus"] * u["hours"]
+    u["unit_h"] = u["units"] * u["hours"]
+    g = u.groupby("offering").agg(units_max=("units", "max"), unit_h=("unit_h", "sum"),
+                                  gpu_hours_used=("used_gh", "sum"), cap=("cap_gh", "sum")).reset_index()
+    g["units_avg"] = g["unit_h"] / float(P["hours"].sum())
+    g["utilisation"] = np.where(g["cap"] > 0, g["gpu_hours_used"] / g["cap"].where(g["cap"] > 0), np.nan)
+    g["pricing"] = g["offering"].map(O["pricing"])
+    g["gpu"] = g["offering"].map(O["gpu"])
+    c = plan.commitments
+    own = c[c["pricing"] == "owned"].set_index("offering")
+    g["new_units"] = g["offering"].map(own["new_units"]) if len(own) else np.nan
+    g["existing_units"] = g["offering"].map(own["existing_units"]) if len(own) else np.nan
+    res = c[c["pricing"] == "reserved"].sort_values("start_month")
+    blocks = {}
+    for oid, rows in res.groupby("offering"):
+        term = int(O.at[oid, "term_months"])
+        starts = sorted({int(m) // term for m in P["month"]})
+        per = dict(zip(rows["block"], rows["units"]))
+        blocks[oid] = "/".join(str(int(per.get(b, 0))) for b in starts)
+    g["blocks"] = [blocks.get(o, "") for o in g["offering"]]
+    g = g[(g["units_max"] > 0) | (g["gpu_hours_used"] > 0)]
+    order = {"owned": 0, "reserved": 1, "on_demand": 2, "spot": 3}
+    g = g.sort_values(["pricing", "offering"], key=lambda s: s.map(order) if s.name == "pricing" else s)
+    return g[cols].reset_index(drop=True)
+
+
+def summary_text(units: pd.DataFrame) -> str:
+    parts = []
+    for r in units.itertuples():
+        if r.pricing == "owned":
+            new = 0 if pd.isna(r.new_units) else int(r.new_units)
+            parts.append(f"{r.offering} {int(r.units_max)} owned ({new} new)")
+        elif r.pricing == "reserved":
+            parts.append(f"{r.offering} {r.blocks} reserved")
+        else:
+            parts.append(f"{r.offering} <= {int(r.units_max)} {r.pricing} (avg {r.units_avg:.1f})")
+    return "; ".join(parts) if parts else "(nothing)"
+
+
+# ---------------------------------------------------------------------------
+# strategies
+
+STRATEGY_COLUMNS = ["name", "status", "objective", "total_cost", "npv", "best", "vs_best", "vs_best_pct",
+                    "new_owned_units", "summary", "message", "solve_seconds"]
+
+
+def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, dict[str, Plan], pd.DataFrame]:
+    """Solve ``rent``, ``buy`` and ``mix`` on copies of ``problem``.
+
+    Returns the strategies table, the plans by name and the units table
+    (one row per strategy and offering the plan uses).
+    """
+    plans: dict[str, Plan] = {}
+    rows, units = [], []
+    has_owned = bool((problem.offerings["pricing"] == "owned").any())
+    for name, build in (("rent", rent_strategy), ("buy", buy_strategy), ("mix", lambda pr: variant(pr))):
+        if name == "buy" and not has_owned:
+            rows.append({"name": name, "status": "not applicable", "message": "the problem has no owned offerings"})
+            continue
+        t0 = time.perf_counter()
+        plan = solve(build(problem))
+        plans[name] = plan
+        u = units_summary(plan)
+        units.append(u.assign(strategy=name))
+        rows.append({"name": name, "status": plan.status.value, "objective": plan.objective,
+                     "total_cost": plan.total_cost, "npv": plan.npv, "new_owned_units": owned_new_units(plan)
+                     if plan.status.has_plan else None,
+                     "summary": summary_text(u) if plan.status.has_plan else "",
+                     "message": plan.result.message if not plan.status.has_plan else "",
+                     "solve_seconds": round(time.perf_counter() - t0, 3)})
+    df = pd.DataFrame(rows).reindex(columns=STRATEGY_COLUMNS)
+    obj = pd.to_numeric(df["objective"], errors="coerce")
+    if obj.notna().any():
+        best = obj.min()
+        df["best"] = obj == best
+        df["vs_best"] = obj - best
+        df["vs_best_pct"] = np.where(obj.notna() & (abs(best) > 0), 100.0 * (obj - best) / abs(best), np.nan)
+    else:
+        df["best"] = False
+    df["best"] = df["best"].fillna(False).astype(bool)
+    ut = pd.concat(units, ignore_index=True) if units else pd.DataFrame()
+    if not ut.empty:
+        ut = ut[["strategy"] + [c for c in ut.columns if c != "strategy"]]
+    else:
+        ut = pd.DataFrame(columns=["strategy", "offering", "pricing", "gpu", "units_max", "units_avg", "new_units",
+                                   "existing_units", "blocks", "gpu_hours_used", "utilisation"])
+    return df, plans, ut
+
+
+# ---------------------------------------------------------------------------
+# break-even capex (solves)
+
+
+@dataclass
+class BreakEven:
+    """Result of the capex search for one owned offering."""
+
+    offering: str
+    capex_current: float
+    capex: float | None  # highest capex tested at which the optimum buys (None: never, inf: always)
+    capex_above: float | None  # lowest capex tested at which it does not buy
+    new_units_current: int
+    new_units_at_break_even: int | None
+    outcome: str  # "bisected" | "buys at any capex" | "buys none even at capex 0" | "stopped"
+    note: str
+    solves: int
+    probes: list[tuple[float, int, float | None]] = field(default_factory=list)  # (capex, new units, objective)
+
+
+def capex_coefficient(plan: Plan, oid: str) -> float:
+    """d objective / d capex for one new unit of ``oid``, from the formulation's own unit costs.
+
+    Under ``cost``: (1 − residual)·H ÷ (lifetime·8760); under ``npv``: 1 − the
+    discounted book-value share. The objective of a fixed plan is linear in
+    capex with slope coefficient × new units.
+    """
+    T = plan.tables
+    O = T.offerings[T.offerings["offering"] == oid].assign(capex=1.0)
+    return float(owned_unit_costs(O, T.periods, T.objective, T.rate)["capital_new"].iloc[0])
+
+
+def break_even_capex(problem: Problem, oid: str, solve: Solver, base: Plan | None = None,
+                     tol: float = CAPEX_TOLERANCE) -> BreakEven:
+    """Highest capex per unit of ``oid`` at which the optimal plan still buys at least one new unit.
+
+    The set of capex values at which the optimum buys is an interval [0, c*):
+    a plan that buys n ≥ 1 units at capex c costs Z(c) + k·n·(c' − c) at c'
+    (k = :func:`capex_coefficient`), and every plan without new units costs
+    at least Z0 (the optimum with new units forbidden, independent of capex).
+    So c* ≥ c + (Z0 − Z(c)) ÷ (k·n), a tangent bound. The search brackets c*
+    (the problem's capex, then doubling upwards or 0 downwards), then probes
+    just above and just below the tangent bound, falling back to bisection,
+    until the bracket is within ``tol`` of its upper end. Every reported
+    capex is a solved point.
+    """
+    capex0 = float(problem.offerings.at[oid, "capex"])
+    probes: list[tuple[float, int, float | None]] = []
+    solves = 0
+
+    def probe(c: float) -> Plan:
+        nonlocal solves
+        solves += 1
+        p = solve(with_capex(problem, oid, c))
+        probes.append((c, new_units(p, oid), p.objective))
+        return p
+
+    def result(capex, above, outcome, note, lo_plan=None) -> BreakEven:
+        return BreakEven(oid, capex0, capex, above, n0, None if lo_plan is None else new_units(lo_plan, oid),
+                         outcome, note, solves, probes)
+
+    base = base if base is not None else probe(capex0)
+    if not base.status.has_plan:
+        n0 = 0
+        return result(None, None, "no plan", f"no plan at the problem's capex ({base.status.value})")
+    n0 = new_units(base, oid)
+    if not probes:
+        probes.append((capex0, n0, base.objective))
+    k = capex_coefficient(base, oid)
+
+    if n0 >= 1:
+        lo, lo_plan, hi = capex0, base, None
+        solves += 1
+        none = solve(forbid_new_units(problem, oid))
+        if not none.status.has_plan:
+            return result(math.inf, None, "buys at any capex",
+                          "no plan meets every constraint without new units of this offering", base)
+        z0 = float(none.objective)
+    else:
+        hi, z0 = capex0, float(base.objective)
+        if capex0 <= 0:
+            return result(None, 0.0, "buys none even at capex 0", "the optimum buys none at capex 0")
+        p = probe(0.0)
+        if not p.status.has_plan or new_units(p, oid) < 1:
+            return result(None, 0.0, "buys none even at capex 0", "the optimum buys none even at capex 0")
+        lo, lo_plan = 0.0, p
+
+    scale = max(capex0, 1.0)
+    doublings = 0
+    while solves < MAX_SOLVES:
+        if hi is not None and hi - lo <= tol * hi:
+            return result(lo, hi, "bisected", f"break-even within {100 * tol:g} % ({solves} solves)", lo_plan)
+        s = k * new_units(lo_plan, oid)
+        c_t = lo + (z0 - float(lo_plan.objective)) / s if s > 0 else math.inf
+        c_t = max(c_t, lo)
+        if hi is None:
+            if math.isfinite(c_t) and c_t * (1 + tol / 2) > lo:
+                x = c_t * (1 + tol / 2)
+            else:
+                x = 2 * max(lo, scale)
+            if x > scale * 2 ** MAX_DOUBLINGS:
+                return result(lo, None, "buys at any capex",
+                              f"buys at every capex tested, up to {lo:,.0f}", lo_plan)
+            doublings += not math.isfinite(c_t)
+        else:
+            below, above = c_t * (1 - tol / 2), c_t * (1 + tol / 2)
+            if math.isfinite(c_t) and lo < below < hi and above >= hi:
+                x = below
+            elif math.isfinite(c_t) and lo < above < hi:
+                x = above
+            else:
+                x = (lo + hi) / 2
+        p = probe(x)
+        if p.status.has_plan and new_units(p, oid) >= 1:
+            lo, lo_plan = x, p
+        else:
+            hi = x
+    return result(lo, hi, "stopped", f"stopped after {solves} solves; bracket [{lo:,.0f}, {hi}]", lo_plan)
+
+
+# ---------------------------------------------------------------------------
+# break-even utilisation (closed form) and payback
+
+
+def _rental_price_per_gpu_hour(o: pd.Series) -> float:
+    """Price per GPU-hour of a rental offering; a reservation's upfront is spread over its term."""
+    p = float(o["price_per_hour"])
+    if o["pricing"] == "reserved" and not pd.isna(o.get("upfront")) and float(o["upfront"]) > 0:
+        p += float(o["upfront"]) / (float(o["term_months"]) * HOURS_PER_MONTH)
+    return p / float(o["gpus_per_unit"])
+
+
+def owned_hourly(o: pd.Series, rate: float) -> dict[str, float]:
+    """An owned offering's costs per GPU-hour of wall clock (docs/finance.md §2).
+
+    capital: capex·(1 − residual) ÷ (lifetime·8760·G) (straight line, as under
+    ``objective: cost``); capital_annuity: (capex − residual·capex·(1+r)^−n)·CRF(r, n)
+    ÷ (8760·G); fixed: fixed_per_month ÷ (730·G); e: energy per busy GPU-hour;
+    idle: idle_power_fraction.
+    """
+    G = float(o["gpus_per_unit"])
+    capex = float(o["capex"])
+    n = float(o["lifetime_years"])
+    res = 0.0 if pd.isna(o["residual_fraction"]) else float(o["residual_fraction"])
+    fixed = 0.0 if pd.isna(o["fixed_per_month"]) else float(o["fixed_per_month"])
+    pue = 1.0 if pd.isna(o["pue"]) else float(o["pue"])
+    idle = 0.0 if pd.isna(o["idle_power_fraction"]) else float(o["idle_power_fraction"])
+    e = float(o["power_kw"]) / G * pue * float(o["electricity_per_kwh"])
+    crf = 1.0 / n if rate == 0 else rate * (1 + rate) ** n / ((1 + rate) ** n - 1)
+    annuity = (capex - res * capex * (1 + rate) ** (-n)) * crf
+    return {"capital": capex * (1 - res) / (n * HOURS_PER_YEAR * G), "capital_annuity": annuity / (HOURS_PER_YEAR * G),
+            "fixed": fixed / (HOURS_PER_MONTH * G), "e": e, "idle": idle}
+
+
+def break_even_utilisation(h: dict[str, float], price: float, annuity: bool = False) -> float:
+    """u* at which an owned GPU-hour costs ``price`` (per GPU-hour of a rental).
+
+    Owned cost per busy GPU-hour at utilisation u: (capital + fixed + e·idle) ÷ u + e·(1 − idle);
+    equal to ``price`` at u* = (capital + fixed + e·idle) ÷ (price − e·(1 − idle)).
+    Infinite when the price does not even cover the busy energy.
+    """
+    cap = h["capital_annuity"] if annuity else h["capital"]
+    margin = price - h["e"] * (1 - h["idle"])
+    return (cap + h["fixed"] + h["e"] * h["idle"]) / margin if margin > 0 else math.inf
+
+
+UTILISATION_COLUMNS = ["owned", "gpu", "rental", "pricing", "price_per_gpu_hour", "owned_per_gpu_hour_full_use",
+                       "utilisation", "utilisation_annuity"]
+
+
+def utilisation_table(problem: Problem, owned: list[str], rentals: list[str]) -> pd.DataFrame:
+    """Break-even utilisation of every owned offering against every rental of its GPU type."""
+    O = problem.offerings
+    rows = []
+    for oid in owned:
+        o = O.loc[oid]
+        h = owned_hourly(o, problem.discount_rate)
+        full = h["capital"] + h["fixed"] + h["e"]
+        for rid in rentals:
+            r = O.loc[rid]
+            if r["gpu"] != o["gpu"] or r["pricing"] not in RENTED:
+                continue
+            p = _rental_price_per_gpu_hour(r)
+            rows.append({"owned": oid, "gpu": o["gpu"], "rental": rid, "pricing": r["pricing"],
+                         "price_per_gpu_hour": p, "owned_per_gpu_hour_full_use": full,
+                         "utilisation": break_even_utilisation(h, p),
+                         "utilisation_annuity": break_even_utilisation(h, p, annuity=True)})
+    df = pd.DataFrame(rows, columns=UTILISATION_COLUMNS)
+    return df.sort_values(["owned", "price_per_gpu_hour"], ignore_index=True)
+
+
+def period_starts(P: pd.DataFrame) -> pd.Series:
+    """Start of each period in months: its month plus the hours of earlier periods of that month ÷ 730."""
+    before = P.groupby("month")["hours"].cumsum() - P["hours"]
+    return P["month"].astype(float) + before / HOURS_PER_MONTH
+
+
+def payback(plan: Plan, oid: str, rent_price_per_gpu_hour: float | None) -> tuple[float | None, str]:
+    """Months until the new units' savings against on-demand repay their capex.
+
+    Savings in a period = busy GPU-hours of ``oid`` × the on-demand price per
+    GPU-hour − the offering's running costs (fixed, busy and idle energy);
+    the new units' share is new ÷ (new + existing). They accrue evenly over
+    the period's hours; periods follow each other in month order.
+    """
+    if rent_price_per_gpu_hour is None:
+        return None, "no on-demand offering of this GPU type"
+    if not plan.status.has_plan:
+        return None, "no plan"
+    n = new_units(plan, oid)
+    if n < 1:
+        return None, "the mix buys no new units"
+    O = plan.problem.offerings
+    P = plan.problem.periods
+    c = plan.commitments.set_index("offering")
+    existing = int(c.at[oid, "existing_units"]) if oid in c.index else 0
+    share = n / (n + existing)
+    capex = n * float(O.at[oid, "capex"])
+    u = plan.usage[plan.usage["offering"] == oid].set_index("period")
+    L = plan.ledger[(plan.ledger["offering"] == oid) & (plan.ledger["period"] != "")]
+    running = L.groupby("period")["cost"].sum()
+    starts = period_starts(P)
+    cum, last_rate = 0.0, 0.0
+    for p in sorted(P.index, key=lambda q: (starts[q], list(P.index).index(q))):
+        h = float(P.at[p, "hours"])
+        busy = 0.0
+        if p in u.index:
+            busy = float(u.at[p, "inference_gpus"] + u.at[p, "training_gpus"]) * h
+        saving = share * (busy * rent_price_per_gpu_hour - float(running.get(p, 0.0)))
+        if saving > 0 and cum + saving >= capex:
+            return float(starts[p] + (capex - cum) / saving * h / HOURS_PER_MONTH), "from the mix plan's use"
+        cum += saving
+        last_rate = saving / (h / HOURS_PER_MONTH)  # savings per month in the latest period
+    months = float(max(starts + P["hours"] / HOURS_PER_MONTH))
+    repaid = f"{100 * max(cum, 0.0) / capex:.0f} % repaid within the {months:.0f}-month horizon"
+    if last_rate > 0:
+        return months + (capex - cum) / last_rate, f"{repaid}; extrapolated at the last period's savings"
+    return None, f"not repaid: {repaid}, and the last period saves nothing"
+
+
+def payback_full_use(h: dict[str, float], G: int, capex: float, price: float) -> float | None:
+    """Months for one unit busy all the time: capex ÷ monthly (rent − energy − fixed) savings."""
+    monthly = HOURS_PER_MONTH * G * (price - h["e"] - h["fixed"])
+    return capex / monthly if monthly > 0 else None
+
+
+BREAK_EVEN_COLUMNS = [
+    "offering", "gpu", "capex", "capex_tested_above", "capex_current", "capex_margin_pct", "new_units_current",
+    "new_units_at_break_even", "outcome", "solves", "utilisation", "utilisation_annuity", "on_demand_offering",
+    "on_demand_per_gpu_hour", "utilisation_reserved", "utilisation_reserved_annuity", "reserved_offering",
+    "reserved_per_gpu_hour", "owned_per_gpu_hour_full_use", "payback_months", "payback_months_full_use",
+    "payback_note", "note"]
+
+
+def break_even_table(problem: Problem, base: Plan, solve: Solver | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Break-even capex (solves, unless ``solve`` is None), utilisation and payback per owned offering.
+
+    Only owned offerings some workload can use; rentals likewise.
+    """
+    O = problem.offerings
+    usable = usable_offerings(base)
+    owned = [o for o in owned_ids(problem) if o in usable]
+    rentals = [r for r in O.index[O["pricing"].isin(RENTED)] if r in usable]
+    util = utilisation_table(problem, owned, rentals)
+    rows = []
+    for oid in owned:
+        o = O.loc[oid]
+        h = owned_hourly(o, problem.discount_rate)
+        mine = util[util["owned"] == oid]
+        od = mine[mine["pricing"] == "on_demand"].sort_values("price_per_gpu_hour").head(1)
+        rs = mine[mine["pricing"] == "reserved"].sort_values("price_per_gpu_hour").head(1)
+        row = {"offering": oid, "gpu": o["gpu"], "capex_current": float(o["capex"]),
+               "owned_per_gpu_hour_full_use": h["capital"] + h["fixed"] + h["e"],
+               "new_units_current": new_units(base, oid)}
+        od_price = None
+        if len(od):
+            r = od.iloc[0]
+            od_price = float(r["price_per_gpu_hour"])
+            row.update(utilisation=r["utilisation"], utilisation_annuity=r["utilisation_annuity"],
+                       on_demand_offering=r["rental"], on_demand_per_gpu_hour=od_price,
+                       payback_months_full_use=payback_full_use(h, int(o["gpus_per_unit"]), float(o["capex"]),
+                                                                od_price))
+        if len(rs):
+            r = rs.iloc[0]
+            row.update(utilisation_reserved=r["utilisation"], utilisation_reserved_annuity=r["utilisation_annuity"],
+                       reserved_offering=r["rental"], reserved_per_gpu_hour=float(r["price_per_gpu_hour"]))
+        row["payback_months"], row["payback_note"] = payback(base, oid, od_price)
+        if solve is None:
+            row["outcome"] = "not computed"
+        else:
+            be = break_even_capex(problem, oid, solve, base=base)
+            row.update(capex=be.capex, capex_tested_above=be.capex_above, outcome=be.outcome, solves=be.solves,
+                       new_units_at_break_even=be.new_units_at_break_even, note=be.note)
+            if be.capex is not None and math.isfinite(be.capex) and row["capex_current"] > 0:
+                row["capex_margin_pct"] = 100.0 * (be.capex / row["capex_current"] - 1.0)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=BREAK_EVEN_COLUMNS), util
+
+
+# ---------------------------------------------------------------------------
+# cash flows
+
+#: Ledger items -> cash-flow columns (depreciation is not a cash flow).
+CASH_ITEMS = {"capex": "capex", "book-value": "book_value", "rental": "rental", "reservation": "reservation",
+              "upfront": "upfront", "fixed": "fixed", "energy-busy": "energy", "energy-idle": "energy"}
+CASH_COLUMNS = ["capex", "book_value", "rental", "reservation", "upfront", "fixed", "energy"]
+ITEM_COLUMNS = ["month", "year", "period", "offering", "pricing", "item", "ledger_item", "cash", "discount_factor",
+                "pv"]
+
+
+def cash_flow_items(plan: Plan) -> pd.DataFrame:
+    """Every cash flow of the plan with its calendar month: positive paid out, negative received.
+
+    Per-period items are paid in their period's month (design.md: a period's
+    flows are discounted at its month); capex at month 0; upfronts when
+    their term starts; the book value comes back at the horizon's end month.
+    ``pv`` is the ledger's present value, so the items' pv adds up to the plan's NPV.
+    """
+    pr = plan.problem
+    P, O = pr.periods, pr.offerings
+    rate = pr.discount_rate
+    end = horizon_end_month(P)
+    L = plan.ledger[plan.ledger["item"].isin(CASH_ITEMS)].copy()
+    months = []
+    for r in L.itertuples():
+        if r.item == "capex":
+            months.append(0.0)
+        elif r.item == "book-value":
+            months.append(end)
+        elif r.item == "upfront":
+            t = int(O.at[r.offering, "term_months"])
+            months.append(float(int(P.at[r.period, "month"]) // t * t))
+        else:
+            months.append(float(P.at[r.period, "month"]))
+    L["month"] = months
+    L["discount_factor"] = (1.0 + rate) ** (-L["month"] / 12.0)
+    # per-period items: cash = cost; capex and book value carry their cash in pv only
+    one_off = L["item"].isin(["capex", "book-value"])
+    L["cash"] = np.where(one_off, L["pv"] / L["discount_factor"], L["cost"])
+    L["ledger_item"] = L["item"]
+    L["item"] = L["item"].map(CASH_ITEMS)
+    L["year"] = (L["month"] // 12).astype(int) + 1
+    return L[ITEM_COLUMNS].sort_values(["month", "item", "offering"], ignore_index=True)
+
+
+def _wide(items: pd.DataFrame, key: str, index: list) -> pd.DataFrame:
+    w = items.pivot_table(index=key, columns="item", values="cash", aggfunc="sum", fill_value=0.0)
+    w = w.reindex(index=index, columns=CASH_COLUMNS, fill_value=0.0).fillna(0.0)
+    w["net_cash_out"] = w[CASH_COLUMNS].sum(axis=1)
+    w["pv"] = items.groupby(key)["pv"].sum().reindex(index, fill_value=0.0)
+    w["cumulative_cash"] = w["net_cash_out"].cumsum()
+    w["cumulative_pv"] = w["pv"].cumsum()
+    w.index.name = key
+    return w.reset_index()
+
+
+MONTHLY_COLUMNS = ["month", "year"] + CASH_COLUMNS + ["net_cash_out", "discount_factor", "pv", "cumulative_cash",
+                                                      "cumulative_pv"]
+YEARLY_COLUMNS = ["year", "first_month", "last_month"] + CASH_COLUMNS + ["net_cash_out", "pv", "cumulative_cash",
+                                                                         "cumulative_pv"]
+
+
+def cash_flows(plan: Plan) -> dict[str, pd.DataFrame]:
+    """``items``, ``monthly`` (every month from 0 to the horizon's end) and ``yearly`` cash flows."""
+    items = cash_flow_items(plan)
+    rate = plan.problem.discount_rate
+    last = int(math.ceil(max(items["month"].max() if len(items) else 0.0, horizon_end_month(plan.problem.periods))))
+    months = list(range(0, last + 1))
+    it = items.assign(m=np.floor(items["month"]).astype(int))
+    monthly = _wide(it, "m", months).rename(columns={"m": "month"})
+    monthly["year"] = monthly["month"] // 12 + 1
+    monthly["discount_factor"] = discount_factors(monthly["month"], rate)
+    years = list(range(1, last // 12 + 2))
+    yearly = _wide(items, "year", years)
+    yearly["first_month"] = (yearly["year"] - 1) * 12
+    yearly["last_month"] = yearly["first_month"] + 11
+    return {"items": items, "monthly": monthly[MONTHLY_COLUMNS], "yearly": yearly[YEARLY_COLUMNS]}
+
+
+# ---------------------------------------------------------------------------
+# sensitivity
+
+SENSITIVITY_COLUMNS = ["parameter", "description", "low_factor", "high_factor", "objective_base", "objective_low",
+                       "objective_high", "delta_low", "delta_high", "swing", "owned_units_base", "owned_units_low",
+                       "owned_units_high", "npv_low", "npv_high", "total_cost_low", "total_cost_high", "status_low",
+                       "status_high"]
+
+
+def sensitivity(problem: Problem, solve: Solver, base: Plan, step: float = 0.2,
+                parameters: list[Parameter] | None = None) -> pd.DataFrame:
+    """Tornado table: each parameter × (1 − step) and × (1 + step), a re-solve each, sorted by swing.
+
+    ``swing`` = |objective at +step − objective at −step|; owned units are the
+    new owned units of the plan. Parameters the problem does not have (no
+    owned offering, zero electricity price) are listed with no solve.
+    """
+    rows = []
+    zb = base.objective
+    ub = owned_new_units(base)
+    for par in parameters or PARAMETERS:
+        row = {"parameter": par.name, "description": par.description, "low_factor": 1 - step,
+               "high_factor": 1 + step, "objective_base": zb, "owned_units_base": ub}
+        if not par.present(problem):
+            row.update(status_low="not present", status_high="not present", swing=0.0, delta_low=0.0,
+                       delta_high=0.0, objective_low=zb, objective_high=zb, owned_units_low=ub, owned_units_high=ub,
+                       npv_low=base.npv, npv_high=base.npv, total_cost_low=base.total_cost,
+                       total_cost_high=base.total_cost)
+            rows.append(row)
+            continue
+        for side, f in (("low", 1 - step), ("high", 1 + step)):
+            plan = solve(par.apply(problem, f))
+            row[f"status_{side}"] = plan.status.value
+            row[f"objective_{side}"] = plan.objective
+            row[f"npv_{side}"] = plan.npv
+            row[f"total_cost_{side}"] = plan.total_cost
+            row[f"owned_units_{side}"] = owned_new_units(plan) if plan.status.has_plan else None
+            row[f"delta_{side}"] = None if plan.objective is None else plan.objective - zb
+        lo, hi = row["objective_low"], row["objective_high"]
+        row["swing"] = abs(hi - lo) if lo is not None and hi is not None else math.inf
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
+    return df.sort_values("swing", ascending=False, kind="stable", ignore_index=True)
+
+
+# ---------------------------------------------------------------------------
+# everything
+
+
+@dataclass
+class RentBuy:
+    """What ``gpuopt rentbuy`` reports."""
+
+    problem: Problem
+    strategies: pd.DataFrame
+    strategy_units: pd.DataFrame
+    plans: dict[str, Plan]
+    break_even: pd.DataFrame | None = None
+    utilisation: pd.DataFrame | None = None
+    cash_flows: dict[str, pd.DataFrame] | None = None
+    sensitivity: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def mix(self) -> Plan:
+        return self.plans["mix"]
+
+
+def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
+            threads: int | None = None, do_break_even: bool = True, do_sensitivity: bool = True,
+            step: float = 0.2) -> RentBuy:
+    """Strategies, then (when the mix has a plan) break-even, cash flows and sensitivity."""
+    t0 = time.perf_counter()
+    solve, _ = make_solver(problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    strat, plans, units = compare_strategies(problem, solve)
+    out = RentBuy(problem=problem, strategies=strat, strategy_units=units, plans=plans)
+    mix = plans["mix"]
+    if not mix.status.has_plan:
+        out.notes.append(f"the mix has no plan ({mix.status.value}): {mix.result.message}")
+        out.seconds = time.perf_counter() - t0
+        return out
+    out.break_even, out.utilisation = break_even_table(problem, mix, solve if do_break_even else None)
+    out.cash_flows = cash_flows(mix)
+    npv = float(out.cash_flows["items"]["pv"].sum())
+    if not math.isclose(npv, mix.npv, rel_tol=1e-9, abs_tol=1e-6):
+        out.notes.append(f"cash-flow NPV {npv:,.2f} differs from the plan's {mix.npv:,.2f}")
+    if do_sensitivity:
+        out.sensitivity = sensitivity(problem, solve, mix, step=step)
+    if mix.status != Status.OPTIMAL or time_limit is not None or gap > 1e-4:
+        out.notes.append("solves stopped at a time limit or a gap: comparisons and break-even points are only "
+                         "as exact as the solver's gap")
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# outputs: JSON, terminal tables, CSV and XLSX (one table each)
+
+TABLES = ("summary", "strategies", "strategy_units", "break_even", "utilisation", "cash_flows_monthly",
+          "cash_flows_yearly", "cash_flow_items", "sensitivity", "mix_commitments", "mix_ledger")
+
+
+def summary_row(rb: RentBuy) -> dict:
+    pr = rb.problem
+    mix = rb.mix
+    best = rb.strategies.loc[rb.strategies["best"], "name"]
+    return {"problem": pr.name, "currency": pr.currency, "objective_kind": pr.objective,
+            "discount_rate": pr.discount_rate, "horizon_hours": pr.horizon_hours,
+            "horizon_months": pr.horizon_months, "mix_status": mix.status.value, "mix_objective": mix.objective,
+            "mix_total_cost": mix.total_cost, "mix_npv": mix.npv,
+            "best_strategy": best.iloc[0] if len(best) else None, "seconds": round(rb.seconds, 3),
+            "catalog_version": pr.catalog_version}
+
+
+def tables(rb: RentBuy) -> dict[str, pd.DataFrame]:
+    """Every table of the report, by name (empty, with headers, where a part was skipped or had no plan)."""
+    mix = rb.mix
+    has = mix.status.has_plan
+    cf = rb.cash_flows or {}
+    return {
+        "summary": pd.DataFrame([summary_row(rb)]),
+        "strategies": rb.strategies,
+        "strategy_units": rb.strategy_units,
+        "break_even": rb.break_even if rb.break_even is not None else pd.DataFrame(columns=BREAK_EVEN_COLUMNS),
+        "utilisation": rb.utilisation if rb.utilisation is not None else pd.DataFrame(columns=UTILISATION_COLUMNS),
+        "cash_flows_monthly": cf.get("monthly", pd.DataFrame(columns=MONTHLY_COLUMNS)),
+        "cash_flows_yearly": cf.get("yearly", pd.DataFrame(columns=YEARLY_COLUMNS)),
+        "cash_flow_items": cf.get("items", pd.DataFrame(columns=ITEM_COLUMNS)),
+        "sensitivity": rb.sensitivity if rb.sensitivity is not None else pd.DataFrame(columns=SENSITIVITY_COLUMNS),
+        "mix_commitments": mix.commitments if has else pd.DataFrame(),
+        "mix_ledger": mix.ledger if has else pd.DataFrame(),
+    }
+
+
+def to_dict(rb: RentBuy) -> dict:
+    """The JSON of ``gpuopt rentbuy --format json``."""
+    from .report import records
+
+    t = tables(rb)
+    head = {k: v for k, v in summary_row(rb).items()}
+    head = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in head.items()}
+    return {
+        **head,
+        "status": rb.mix.status.value,
+        "npv": rb.mix.npv,
+        "strategies": records(t["strategies"]),
+        "strategy_units": records(t["strategy_units"]),
+        "break_even": records(t["break_even"]),
+        "utilisation": records(t["utilisation"]),
+        "cash_flows": {"monthly": records(t["cash_flows_monthly"]), "yearly": records(t["cash_flows_yearly"]),
+                       "items": records(t["cash_flow_items"]),
+                       "npv": None if rb.cash_flows is None else float(rb.cash_flows["items"]["pv"].sum())},
+        "sensitivity": records(t["sensitivity"]),
+        "notes": rb.notes,
+        "warnings": rb.problem.warnings,
+    }
+
+
+def _money(x, cur: str = "") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:,.0f}" + (f" {cur}" if cur else "")
+
+
+def _int(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{int(x)}"
+
+
+def _pct(x) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return "never" if not math.isfinite(x) else f"{100 * x:.1f} %"
+
+
+def _show(df: pd.DataFrame, formats: dict[str, Callable] | None = None) -> str:
+    if df is None or df.empty:
+        return "  (none)"
+    d = df.copy()
+    for c, f in (formats or {}).items():
+        if c in d.columns:
+            d[c] = [f(v) for v in d[c]]
+    return d.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}")
+
+
+def _bar(lo, hi, base, width: float, span: float) -> str:
+    if lo is None or hi is None or span <= 0:
+        return ""
+    left = int(round(max(0.0, base - min(lo, hi)) / span * width))
+    right = int(round(max(0.0, max(lo, hi) - base) / span * width))
+    return " " * (int(width) - left) + "#" * left + "|" + "#" * right
+
+
+def to_table(rb: RentBuy) -> str:
+    """The terminal report."""
+    pr = rb.problem
+    cur = pr.currency
+    rate = f"{100 * pr.discount_rate:g} %/yr"
+    lines = [f"gpuopt rentbuy: {pr.name}   objective: "
+             + (f"npv at {rate}" if pr.objective == "npv" else f"cost (NPV reported at {rate})")
+             + f"   horizon {pr.horizon_hours:,.0f} h ({pr.horizon_months:.1f} months)   {cur}"]
+    for w in pr.warnings:
+        lines.append(f"warning  {w}")
+    s = rb.strategies
+    lines += ["", "Strategies (rent: no new owned units; buy: owned capacity only; mix: the optimum)"]
+    lines.append(_show(s[["name", "status", "objective", "total_cost", "npv", "vs_best", "vs_best_pct",
+                          "new_owned_units"]],
+                       {"objective": _money, "total_cost": _money, "npv": _money, "vs_best": _money,
+                        "vs_best_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:.1f} %",
+                        "new_owned_units": _int}))
+    best = s[s["best"]]
+    if len(best):
+        b = best.iloc[0]
+        others = [f"{r.name} by {_money(r.vs_best, cur)} ({r.vs_best_pct:.1f} %)" for r in s.itertuples()
+                  if not r.best and r.objective is not None and not pd.isna(r.objective)]
+        if others:
+            lines.append(f"{b['name']} beats " + " and ".join(others))
+    for r in s.itertuples():
+        lines.append(f"  {r.name}: {r.summary or r.message or r.status}")
+    if not rb.mix.status.has_plan:
+        lines += ["", *[f"note: {n}" for n in rb.notes]]
+        return "\n".join(lines) + "\n"
+
+    if rb.break_even is not None and len(rb.break_even):
+        be = rb.break_even
+        lines += ["", f"Break-even per owned offering ({cur}; capex per unit; utilisation = busy share of owned "
+                      "GPU-hours at which owning costs what renting does)"]
+        lines.append(_show(be[["offering", "capex_current", "capex", "capex_margin_pct", "outcome",
+                               "utilisation", "on_demand_offering", "utilisation_reserved", "reserved_offering",
+                               "payback_months"]].rename(columns={"capex": "capex_break_even",
+                                                                  "capex_margin_pct": "margin_pct"}),
+                           {"capex_current": _money, "capex_break_even": _money,
+                            "margin_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:+.1f} %",
+                            "utilisation": _pct, "utilisation_reserved": _pct,
+                            "payback_months": lambda v: "-" if v is None or pd.isna(v) else f"{v:.1f}"}))
+        for r in be.itertuples():
+            if isinstance(r.note, str) and r.note:
+                lines.append(f"  {r.offering}: {r.note}")
+            if isinstance(r.payback_note, str) and r.payback_note:
+                lines.append(f"  {r.offering} payback: {r.payback_note}")
+    if rb.utilisation is not None and len(rb.utilisation):
+        lines += ["", "Break-even utilisation against each rental of the same GPU type "
+                      "(straight-line as the objective; annuity: capital recovery at the discount rate)"]
+        lines.append(_show(rb.utilisation, {"utilisation": _pct, "utilisation_annuity": _pct}))
+    if rb.cash_flows is not None:
+        lines += ["", f"Cash flows of the mix by year ({cur}; positive = paid out; book value = resale at the "
+                      "horizon end; monthly in --format json/csv/xlsx)"]
+        lines.append(_show(rb.cash_flows["yearly"], {c: _money for c in YEARLY_COLUMNS[3:]}))
+        lines.append(f"NPV of the cash flows at {rate}: "
+                     f"{_money(float(rb.cash_flows['items']['pv'].sum()), cur)}")
+    if rb.sensitivity is not None and len(rb.sensitivity):
+        sens = rb.sensitivity
+        f = sens["low_factor"].iloc[0]
+        lines += ["", f"Sensitivity of the mix: each input x{f:g} and x{sens['high_factor'].iloc[0]:g} "
+                      "(one re-solve each), sorted by swing of the objective"]
+        base = float(rb.mix.objective)
+        finite = sens["swing"].replace(math.inf, np.nan)
+        span = float(np.nanmax(np.abs(np.r_[sens["delta_low"].astype(float), sens["delta_high"].astype(float)])))\
+            if finite.notna().any() else 0.0
+        d = sens[["parameter", "objective_low", "objective_high", "swing", "owned_units_low", "owned_units_base",
+                  "owned_units_high"]].copy()
+        d["tornado"] = [_bar(a, b, base, 12, span) for a, b in zip(sens["objective_low"], sens["objective_high"])]
+        lines.append(_show(d, {"objective_low": _money, "objective_high": _money, "swing": _money,
+                               "owned_units_low": _int, "owned_units_base": _int, "owned_units_high": _int}))
+    for n in rb.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines) + "\n"
+
+
+def _refuse_overwrite(paths: list, force: bool, where: str) -> None:
+    from .errors import InputError
+
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not force:
+        raise InputError(f"would overwrite {len(existing)} existing file(s), e.g. {existing[0]}",
+                         field="-o", value=where, allowed="a new path, or --force to overwrite")
+
+
+def csv_targets(out_dir) -> list:
+    from pathlib import Path
+
+    return [Path(out_dir) / f"{name}.csv" for name in TABLES]
+
+
+def check_output(fmt: str, output, force: bool) -> None:
+    """Refuse a bad or existing output path before any solve (InputError, exit 2)."""
+    from pathlib import Path
+
+    from .errors import InputError
+
+    if fmt == "csv":
+        out = Path(output)
+        if out.exists() and not out.is_dir():
+            raise InputError("output path exists and is not a directory", field="-o", value=str(out))
+        _refuse_overwrite(csv_targets(out), force, str(out))
+    elif fmt == "xlsx":
+        out = Path(output)
+        if out.suffix.lower() != ".xlsx":
+            raise InputError("an XLSX output file must end in .xlsx", field="-o", value=str(out))
+        if out.is_dir():
+            raise InputError("output path is a directory; give a file name ending in .xlsx", field="-o",
+                             value=str(out))
+        _refuse_overwrite([out], force, str(out))
+    elif fmt == "json" and output:
+        _refuse_overwrite([Path(output)], force, str(output))
+
+
+def write_csv(rb: RentBuy, out_dir, force: bool = False) -> list:
+    """One CSV per table in ``out_dir`` (created); refuses to overwrite unless ``force``."""
+    from pathlib import Path
+
+    check_output("csv", out_dir, force)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    paths = []
+    for (name, df), path in zip(tables(rb).items(), csv_targets(out_dir)):
+        df.to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def write_xlsx(rb: RentBuy, path, force: bool = False):
+    """One sheet per table (named as the table) in one workbook; refuses to overwrite unless ``force``."""
+    from pathlib import Path
+
+    check_output("xlsx", path, force)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pd.ExcelWriter(path, engine="openpyxl") as xw:
+        for name, df in tables(rb).items():
+            df.to_excel(xw, sheet_name=name, index=False)
+    return path
