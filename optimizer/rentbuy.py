@@ -213,6 +213,8 @@ def units_summary(plan: Plan) -> pd.DataFrame:
     """Units per offering the plan uses: most held at once, hour-weighted average, GPU-hours used.
 
     Reserved offerings also list units per term block (``blocks``, in start-month order).
+    ``utilisation`` is the busy share of held GPU-hours (reserved, owned); rented
+    offerings have none (they bill what runs).
     """
     cols = ["offering", "pricing", "gpu", "units_max", "units_avg", "new_units", "existing_units", "blocks",
             "gpu_hours_used", "utilisation"]
@@ -230,6 +232,8 @@ def units_summary(plan: Plan) -> pd.DataFrame:
     g["utilisation"] = np.where(g["cap"] > 0, g["gpu_hours_used"] / g["cap"].where(g["cap"] > 0), np.nan)
     g["pricing"] = g["offering"].map(O["pricing"])
     g["gpu"] = g["offering"].map(O["gpu"])
+    # rented units bill what runs (training by the hour, beside the units running for inference): no idle share
+    g.loc[g["pricing"].isin(["on_demand", "spot"]), "utilisation"] = np.nan
     c = plan.commitments
     own = c[c["pricing"] == "owned"].set_index("offering")
     g["new_units"] = g["offering"].map(own["new_units"]) if len(own) else np.nan
