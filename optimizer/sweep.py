@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
-import os
 import re
 import sys
 import time
@@ -276,10 +274,6 @@ def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", sche
     return [results[t["index"]] for t in tasks]
 
 
-def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-
-
 # ---------------------------------------------------------------------------
 # results
 
@@ -472,6 +466,3 @@ def plot(dims: list[Dimension], pts: list[dict], bps: list[dict], path: str, cur
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
-
-def finite(x) -> bool:
-    return x is not None and math.isfinite(x)

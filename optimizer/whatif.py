@@ -220,6 +220,9 @@ def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
     df = pd.DataFrame(rows)
     if cols:
         df = df[cols]
+    for c in ("delta", "delta_hours"):
+        if c in df:
+            df[c] = [f"{v:+,d}" if isinstance(v, int) else f"{v:+,.2f}" for v in df[c].tolist()]
     return df.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 

@@ -120,3 +120,22 @@ def test_serial_processes_and_dask_agree(tmp_path):
         cluster.close()
     assert _digest(dask) == _digest(serial)
     assert serial["break_points"] == procs["break_points"] == dask["break_points"]
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from optimizer.sweep import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = Progress(3, stream=stream)
+        for _ in range(3):
+            bar.update()
+        bar.close()
+    assert "\r" in tty.getvalue() and "3/3" in tty.getvalue()
+    assert pipe.getvalue() == ""

@@ -1,0 +1,80 @@
+"""Benchmark: the same sweep with 1 and with 2 worker processes (not a timed test).
+
+Runs the real entry point, ``gpuopt sweep PROBLEM --vary SPEC --workers N
+--format json``, once per worker count, checks that every run gives the same
+points (objective, status, mix), and prints the wall-clock times, the
+speed-up and the machine's load average (other processes on the machine
+slow the parallel run more than the serial one).
+
+    python bench/sweep.py                      # q3 inference, 100 points, cbc, 1 vs 2 workers
+    python bench/sweep.py --set '' --points 4  # the whole q3 (training too): ~7-20 s per solve
+    python bench/sweep.py --points 20 --workers 1 2 4
+
+docs/performance.md ("Parallel sweeps") reports the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_sweep(args, workers: int) -> tuple[float, dict, str]:
+    exe = shutil.which("gpuopt")
+    cmd = ([exe] if exe else [sys.executable, "-m", "optimizer"]) + [
+        "sweep", str(args.problem), "--vary", args.vary.replace("POINTS", str(args.points)),
+        *[a for s in args.set for a in ("--set", s)],
+        "--solver", args.solver, "--gap", str(args.gap), "--threads", "1",
+        "--workers", str(workers), "--format", "json"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode not in (0, 1):
+        sys.exit(f"sweep failed ({r.returncode}): {r.stderr}")
+    return wall, json.loads(r.stdout), " ".join(cmd)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problem", default=ROOT / "problems" / "q3.yaml")
+    ap.add_argument("--vary", default="offerings[aws-g6-spot].price_per_hour*=0.5:3:POINTS",
+                    help="the --vary spec; POINTS is replaced by --points")
+    ap.add_argument("--set", action="append", default=None,
+                    help="--set overlays for every point (default: training=[], i.e. q3's inference only, "
+                         "about 1 s per solve; --set '' keeps the whole q3, about 7-20 s per solve)")
+    ap.add_argument("--points", type=int, default=100)
+    ap.add_argument("--solver", default="cbc")
+    ap.add_argument("--gap", type=float, default=1e-6)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = ap.parse_args()
+    args.set = [s for s in (args.set if args.set is not None else ["training=[]"]) if s]
+
+    print(f"machine: {os.cpu_count()} CPUs, load average before {os.getloadavg()}")
+    runs = {}
+    for w in args.workers:
+        wall, d, cmd = run_sweep(args, w)
+        runs[w] = (wall, d)
+        print(f"workers={w}: {wall:.1f} s wall ({wall / len(d['points']):.2f} s per point); "
+              f"load average after {os.getloadavg()}")
+        print(f"  command: {cmd}")
+    ref = runs[args.workers[0]][1]
+    digest = [(p["status"], p["objective"], p["mix"]) for p in ref["points"]]
+    for w, (_, d) in runs.items():
+        same = [(p["status"], p["objective"], p["mix"]) for p in d["points"]] == digest
+        print(f"workers={w}: identical points to workers={args.workers[0]}: {same}")
+    base = runs[args.workers[0]][0]
+    for w, (wall, _) in runs.items():
+        print(f"speed-up with {w} worker(s): {base / wall:.2f}x")
+    print(f"points: {len(ref['points'])}, break points: {len(ref['break_points'])}")
+
+
+if __name__ == "__main__":
+    main()
