@@ -127,6 +127,29 @@ def _item_label(raw: object, loc: tuple) -> str:
     return ".".join(parts)
 
 
+def _is_branch_tag(k: object) -> bool:
+    return isinstance(k, str) and (
+        k in ("float", "int", "str", "bool", "list", "dict") or "[" in k or "(" in k
+        or k.startswith("function-") or k.startswith("constrained-"))
+
+
+def _data_loc(raw: object, loc: tuple) -> tuple:
+    """``loc`` without pydantic's union branch tags (``float``, ``dict[str,float]``); a key the
+    data really has is kept even when it looks like a tag (a top-level key ``(`` crashed here)."""
+    out, node = [], raw
+    for k in loc:
+        if isinstance(node, dict) and k in node:
+            node = node[k]
+        elif isinstance(node, list) and isinstance(k, int) and 0 <= k < len(node):
+            node = node[k]
+        elif _is_branch_tag(k):
+            continue
+        else:
+            node = None
+        out.append(k)
+    return tuple(out)
+
+
 def _lookup(raw: object, loc: tuple) -> object:
     node = raw
     for key in loc:
@@ -181,16 +204,14 @@ def validation_to_input_error(exc: ValidationError, raw: object, file: str) -> I
     for err in exc.errors():
         loc = tuple(err["loc"])
         # drop union branch tags such as 'float' / 'dict[str,...]' that are not data keys
-        data_loc = tuple(k for k in loc if not (isinstance(k, str) and (
-            k in ("float", "int", "str", "bool", "list", "dict") or "[" in k or "(" in k
-            or k.startswith("function-") or k.startswith("constrained-"))))
+        data_loc = _data_loc(raw, loc)
         fieldname = _item_label(raw, data_loc)
         kind = err["type"]
         value = _lookup(raw, data_loc) if kind != "missing" else None
         if kind == "extra_forbidden":
             owner = _model_for(data_loc)
             allowed = sorted(owner.model_fields) if owner else []
-            key = str(data_loc[-1])
+            key = str(data_loc[-1]) if data_loc else str(loc[-1])
             e = InputError(
                 f"unknown key {key!r}",
                 file=file,
