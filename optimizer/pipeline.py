@@ -12,6 +12,7 @@ import time
 from .backends import DEFAULT_SOLVER, SolveResult, Status, solve
 from .candidates import Candidates, build_candidates
 from .diagnose import diagnose, precheck
+from .errors import InputError
 from .formulation import build_model
 from .load import Problem
 from .plan import Plan, extract
@@ -57,7 +58,12 @@ def run(
         reasons = describe_infeasible_rows(mip.infeasible_rows) or [d["message"] for d in pre]
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
-        result = solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+        try:
+            result = solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+        except InputError:
+            raise
+        except Exception as exc:  # a crashing back end is a failed solve (exit 3), never a traceback
+            result = SolveResult(Status.ERROR, solver, message=f"the solver failed: {type(exc).__name__}: {exc}")
         result.build_seconds += build
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (
