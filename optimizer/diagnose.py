@@ -333,71 +333,119 @@ def _region_job(problem: Problem, j, mine: pd.DataFrame) -> dict:
 # the elastic model
 
 
-def _elastic(problem: Problem, cands: Candidates, *, cost: bool, penalise: bool, quota: str | None,
-             bound: float | None):
-    """Build the normal MIP and make it elastic.
+class Elastic:
+    """The normal MIP made elastic once; the phases change only its objective and some bounds.
 
-    cost
-        keep the cost objective (else it is cancelled: the objective is the slacks only).
-    penalise
-        weight each demand / min-replicas / training slack by 1 ÷ its row's requirement.
-    quota
-        ``None``: quotas as they are; ``"free"``: quotas elastic at no charge;
-        ``"charged"``: quotas elastic at gpus_per_unit per extra unit.
-    bound
-        cap on the weighted sum of slacks (from an earlier phase).
+    Built with :func:`~optimizer.formulation.build_model`, then:
+
+    - a slack ``s ≥ 0`` (:meth:`~optimizer.mip.MIP.add_slack`) on every
+      ``inference-demand`` row (rps), ``inference-min-replicas`` row
+      (replicas) and ``training-progress`` row (hours), each with the weight
+      1 ÷ its row's requirement, so the weighted sum counts shares of what
+      was asked;
+    - a slack on the ``budget`` row (currency), never penalised: the cost
+      objective of phase 2 sets it;
+    - ``quota-excess[offering]`` ≥ 0 (units beyond ``max_units``), at first
+      bounded to 0, with the quota rows made elastic up to it;
+    - ``elastic-bound``: Σ weight·slack ≤ b, at first b = ∞.
     """
-    from .formulation import build_model
 
-    m, T, _ = build_model(problem, cands)
-    if not cost:
-        obj = m.objective_terms()
-        if len(obj):
-            m.add_objective(obj.assign(coef=-obj["coef"]), -m.objective_constant)
-        else:
-            m.add_objective(obj, -m.objective_constant)
-    slacks: dict[str, pd.DataFrame] = {}
-    c = m.constraints
+    def __init__(self, problem: Problem, cands: Candidates):
+        from .formulation import build_model
 
-    def elastic(block: str, sign: float, weight: np.ndarray) -> None:
-        if block not in c or c[block].size == 0:
-            return
-        s = m.add_slack(block, sign, penalty=weight if penalise else 0.0)
-        s["weight"] = weight
-        slacks[block] = s
+        self.problem = problem
+        m, T, _ = build_model(problem, cands)
+        self.m = m
+        self.cost_terms = _aggregate(m.objective_terms())
+        self.cost_constant = float(m.objective_constant)
+        self.slacks: dict[str, pd.DataFrame] = {}
+        c = m.constraints
 
-    if "inference-demand" in c:
-        b = c["inference-demand"]
-        elastic("inference-demand", 1.0, 1.0 / np.maximum(b.lower, 1e-9))
-    if "inference-min-replicas" in c:
-        b = c["inference-min-replicas"]
-        elastic("inference-min-replicas", 1.0, 1.0 / np.maximum(b.lower, 1.0))
-    if "training-progress" in c:
-        b = c["training-progress"]
-        need = cands.training.set_index(["job", "config"])["hours"]
-        h = need.reindex(pd.MultiIndex.from_frame(b.coords[["job", "config"]])).to_numpy(float)
-        elastic("training-progress", 1.0, 1.0 / np.maximum(np.nan_to_num(h, nan=1.0), 1e-9))
-    if "budget" in c:
-        s = m.add_slack("budget", -1.0, penalty=0.0)
-        s["weight"] = 0.0
-        slacks["budget"] = s
-    extra = _relax_quotas(m, problem, T, charged=quota == "charged") if quota else None
-    if bound is not None:
-        parts = [s[["var", "weight"]] for k, s in slacks.items() if k != "budget" and len(s)]
-        if parts:
-            t = pd.concat(parts, ignore_index=True).rename(columns={"weight": "coef"}).assign(k=0)
-            m.add_constraints("elastic-bound", [t[["k", "var", "coef"]]], "<=",
-                              pd.DataFrame({"k": [0], "rhs": [bound]}), keys=["k"])
-    return m, slacks, extra
+        def elastic(block: str, weight: np.ndarray) -> None:
+            if block in c and c[block].size:
+                s = m.add_slack(block, 1.0)
+                s["weight"] = weight
+                self.slacks[block] = s
+
+        if "inference-demand" in c:
+            elastic("inference-demand", 1.0 / np.maximum(c["inference-demand"].lower, 1e-9))
+        if "inference-min-replicas" in c:
+            elastic("inference-min-replicas", 1.0 / np.maximum(c["inference-min-replicas"].lower, 1.0))
+        if "training-progress" in c:
+            b = c["training-progress"]
+            need = cands.training.set_index(["job", "config"])["hours"]
+            h = need.reindex(pd.MultiIndex.from_frame(b.coords[["job", "config"]])).to_numpy(float)
+            elastic("training-progress", 1.0 / np.maximum(np.nan_to_num(h, nan=1.0), 1e-9))
+        self.budget = m.add_slack("budget", -1.0) if "budget" in c and c["budget"].size else None
+        self.excess = _relax_quotas(m, problem)
+        parts = [s[["var", "weight"]] for s in self.slacks.values() if len(s)]
+        self.weighted = (pd.concat(parts, ignore_index=True).rename(columns={"weight": "coef"})
+                         if parts else pd.DataFrame({"var": np.array([], np.int64), "coef": np.array([], float)}))
+        self.has_bound = len(self.weighted) > 0
+        if self.has_bound:
+            m.add_constraints("elastic-bound", [self.weighted.assign(k=0)[["k", "var", "coef"]]], "<=",
+                              pd.DataFrame({"k": [0], "rhs": [np.inf]}), keys=["k"])
+
+    # -- knobs ----------------------------------------------------------------
+    def objective(self, terms: pd.DataFrame, constant: float = 0.0) -> None:
+        """Make the objective exactly ``terms + constant`` (by adding the difference)."""
+        cur = _aggregate(self.m.objective_terms())
+        want = _aggregate(terms)
+        delta = want.sub(cur, fill_value=0.0)
+        delta = delta[delta != 0]
+        self.m.add_objective(pd.DataFrame({"var": delta.index.to_numpy(np.int64), "coef": delta.to_numpy(float)}),
+                             constant - self.m.objective_constant)
+
+    def bound(self, value: float) -> None:
+        if self.has_bound:
+            self.m.constraints["elastic-bound"].upper[:] = value
+
+    def quotas(self, elastic: bool) -> None:
+        if self.excess is not None:
+            b = self.m.variables["quota-excess"]
+            b.upper[:] = np.inf if elastic else 0.0
+
+    # -- phases ---------------------------------------------------------------
+    def min_slack(self) -> None:
+        self.objective(self.weighted)
+
+    def min_cost(self) -> None:
+        self.objective(self.cost_terms.rename("coef").rename_axis("var").reset_index(), self.cost_constant)
+
+    def min_excess(self) -> None:
+        G = self.problem.offerings["gpus_per_unit"].astype(float)
+        ex = self.excess
+        self.objective(pd.DataFrame({"var": ex["var"].to_numpy(np.int64),
+                                     "coef": ex["offering"].map(G).to_numpy(float)}))
+
+    # -- reading a solution ---------------------------------------------------
+    def weighted_sum(self, x: np.ndarray) -> float:
+        if not self.has_bound:
+            return 0.0
+        return float((x[self.weighted["var"].to_numpy(np.int64)] * self.weighted["coef"].to_numpy(float)).sum())
+
+    def slack_values(self, block: str, x: np.ndarray) -> pd.DataFrame:
+        s = self.slacks.get(block)
+        if s is None or s.empty:
+            return pd.DataFrame()
+        s = s.copy()
+        s["value"] = x[s["var"].to_numpy(np.int64)]
+        return s[s["value"] * s["weight"] > TOL]
 
 
-def _relax_quotas(m, problem: Problem, T, charged: bool) -> pd.DataFrame | None:
-    """Let units exceed ``max_units`` by ``quota-excess[offering]`` (one per offering, in units).
+def _aggregate(terms: pd.DataFrame) -> pd.Series:
+    if terms is None or len(terms) == 0:
+        return pd.Series(dtype=float)
+    return terms.groupby("var")["coef"].sum()
 
-    Every ``units-*`` variable with a finite upper bound loses it and gets the row
-    ``units − excess ≤ bound``; rows whose right-hand side is the quota
-    (``capacity-running-upper``, ``training-fit-rented``) get a slack no larger
-    than the excess. Charged at gpus_per_unit per unit: the fewest extra GPUs.
+
+def _relax_quotas(m, problem: Problem) -> pd.DataFrame | None:
+    """Let units exceed ``max_units`` by ``quota-excess[offering]`` units (bounded to 0 until a phase frees it).
+
+    Every ``units-*`` variable with a finite upper bound loses it and gets the
+    row ``units − excess ≤ bound``; rows whose right-hand side is the quota
+    (``capacity-running-upper`` in units, ``training-fit-rented`` in GPUs) get a
+    slack no larger than the excess.
     """
     G = problem.offerings["gpus_per_unit"].astype(float)
     capped = [(name, b) for name, b in m.variables.items()
@@ -405,13 +453,9 @@ def _relax_quotas(m, problem: Problem, T, charged: bool) -> pd.DataFrame | None:
     offerings = sorted({o for _, b in capped for o in b.coords.loc[np.isfinite(b.upper), "offering"]})
     if not offerings:
         return None
-    ex = m.add_variables("quota-excess", pd.DataFrame({"offering": offerings}))
+    ex = m.add_variables("quota-excess", pd.DataFrame({"offering": offerings}), upper=0.0)
     ex_var = ex.set_index("offering")["var"]
-    if charged:
-        m.add_objective(pd.DataFrame({"var": ex["var"].to_numpy(np.int64),
-                                      "coef": ex["offering"].map(G).to_numpy(float)}))
-    link = []
-    rhs = []
+    link, rhs = [], []
     for name, b in capped:
         fin = np.isfinite(b.upper)
         ids = b.ids[fin]
@@ -429,7 +473,7 @@ def _relax_quotas(m, problem: Problem, T, charged: bool) -> pd.DataFrame | None:
             continue
         coef = -(cb.coords.loc[mask, "offering"].map(G).to_numpy(float) if per_gpu else 1.0)
         s = m.add_slack(block, coef, rows=mask, name=f"quota:{block}")
-        sid = s["var"].to_numpy(np.int64) + 10**12  # link rows keyed apart from the units rows
+        sid = -1 - s["var"].to_numpy(np.int64)  # link rows keyed apart from the units rows (ids ≥ 0)
         link.append(pd.DataFrame({"row": sid, "var": s["var"].to_numpy(np.int64), "coef": 1.0}))
         link.append(pd.DataFrame({"row": sid, "var": ex_var.reindex(s["offering"]).to_numpy(np.int64),
                                   "coef": -1.0}))
@@ -441,20 +485,6 @@ def _relax_quotas(m, problem: Problem, T, charged: bool) -> pd.DataFrame | None:
 def _solve(m, solver: str, time_limit: float | None, threads: int | None):
     r = solve(m, solver=solver, time_limit=time_limit, gap=1e-6, threads=threads)
     return r if r.status.has_plan else None
-
-
-def _weighted(slacks: dict, x: np.ndarray) -> float:
-    return float(sum((x[s["var"].to_numpy(np.int64)] * s["weight"].to_numpy(float)).sum()
-                     for k, s in slacks.items() if k != "budget" and len(s)))
-
-
-def _slack_values(slacks: dict, block: str, x: np.ndarray) -> pd.DataFrame:
-    s = slacks.get(block)
-    if s is None or s.empty:
-        return pd.DataFrame()
-    s = s.copy()
-    s["value"] = x[s["var"].to_numpy(np.int64)]
-    return s[s["value"] * s["weight"] > TOL]
 
 
 def diagnose(problem: Problem, candidates: Candidates, solver: str = DEFAULT_SOLVER,
@@ -501,18 +531,21 @@ def _elastic_culprits(problem: Problem, cands: Candidates, solver: str, time_lim
                       threads: int | None) -> list[dict]:
     out: list[dict] = []
     cur = problem.currency
-    m, slacks, _ = _elastic(problem, cands, cost=False, penalise=True, quota=None, bound=None)
-    r = _solve(m, solver, time_limit, threads)
+    el = Elastic(problem, cands)
+    # phase 1: the smallest weighted shortfall, quotas as they are, the budget free
+    el.min_slack()
+    r = _solve(el.m, solver, time_limit, threads)
     if r is None:
         return [culprit("unknown", "the elastic re-solve found no relaxation within the limit "
                                    "(try a larger --time-limit)")]
-    best = _weighted(slacks, r.x)
-    out += _shortfalls(problem, cands, slacks, r.x)
+    best = el.weighted_sum(r.x)
+    out += _shortfalls(problem, el, r.x)
 
-    if problem.budget is not None:
-        bound = best * (1 + 1e-6) + TOL
-        mb, sb, _ = _elastic(problem, cands, cost=True, penalise=False, quota=None, bound=bound)
-        rb = _solve(mb, solver, time_limit, threads)
+    # phase 2: the least cost with the shortfall held at its minimum
+    if problem.budget is not None and el.budget is not None:
+        el.bound(best * (1 + 1e-6) + TOL)
+        el.min_cost()
+        rb = _solve(el.m, solver, time_limit, threads)
         if rb is None:
             out.append(culprit("unknown", "the least cost that meets everything else was not found within the limit"))
         elif rb.objective > problem.budget + max(TOL, 1e-9 * abs(problem.budget)):
@@ -524,24 +557,26 @@ def _elastic_culprits(problem: Problem, cands: Candidates, solver: str, time_lim
                           f"that meets {rest} is {_fmt(least)} {cur} ({_fmt(least - problem.budget)} {cur} over)",
                 amount=least, unit=cur, budget=float(problem.budget), excess=round(least - problem.budget, 6)))
 
-    if best > TOL:
-        mc, sc, _ = _elastic(problem, cands, cost=False, penalise=True, quota="free", bound=None)
-        if "quota-excess" in mc.variables:
-            rc = _solve(mc, solver, time_limit, threads)
-            if rc is not None:
-                rest = _weighted(sc, rc.x)
-                if rest < best - TOL:
-                    md, sd, ex = _elastic(problem, cands, cost=False, penalise=False, quota="charged",
-                                          bound=rest * (1 + 1e-6) + TOL)
-                    rd = _solve(md, solver, time_limit, threads)
-                    if rd is not None:
-                        out += _quota_culprits(problem, ex, rd.x, full=rest <= TOL)
+    # phase 3: would more units than max_units remove the shortfall? The fewest extra GPUs that do.
+    if best > TOL and el.excess is not None:
+        el.quotas(True)
+        el.bound(np.inf)
+        el.min_slack()
+        rc = _solve(el.m, solver, time_limit, threads)
+        if rc is not None:
+            rest = el.weighted_sum(rc.x)
+            if rest < best - TOL:
+                el.bound(rest * (1 + 1e-6) + TOL)
+                el.min_excess()
+                rd = _solve(el.m, solver, time_limit, threads)
+                if rd is not None:
+                    out += _quota_culprits(problem, el.excess, rd.x, full=rest <= TOL)
     return out
 
 
-def _shortfalls(problem: Problem, cands: Candidates, slacks: dict, x: np.ndarray) -> list[dict]:
+def _shortfalls(problem: Problem, el: Elastic, x: np.ndarray) -> list[dict]:
     out = []
-    c_dem = _slack_values(slacks, "inference-demand", x)
+    c_dem = el.slack_values("inference-demand", x)
     multi = {s.name for s in problem.services if len(s.buckets) > 1}
     for r in c_dem.itertuples(index=False):
         need = 1.0 / r.weight
@@ -551,13 +586,13 @@ def _shortfalls(problem: Problem, cands: Candidates, slacks: dict, x: np.ndarray
                       f"demand cannot be served with the offerings and quotas allowed",
             workload=r.service, period=r.period, amount=float(r.value), unit="rps",
             **({"bucket": r.bucket} if r.service in multi else {})))
-    for r in _slack_values(slacks, "inference-min-replicas", x).itertuples(index=False):
+    for r in el.slack_values("inference-min-replicas", x).itertuples(index=False):
         out.append(culprit(
             "min-replicas", f"inference[{r.service}] period {r.period}: {_fmt(r.value)} of its "
                             f"{_fmt(1.0 / r.weight)} min_replicas cannot be placed",
             workload=r.service, period=r.period, amount=float(r.value), unit="replicas"))
     jobs = {j.name: j for j in problem.jobs}
-    tr = _slack_values(slacks, "training-progress", x)
+    tr = el.slack_values("training-progress", x)
     for r in tr.itertuples(index=False):
         j = jobs.get(r.job)
         need = 1.0 / r.weight
