@@ -24,7 +24,7 @@ constraints
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,7 @@ class Tables:
     horizon_hours: float
     objective: str
     rate: float  # yearly discount rate applied (0 under `objective: cost`)
+    jobs: list[str] = field(default_factory=list)  # every training job, candidates or not
 
 
 # ---------------------------------------------------------------------------
@@ -186,6 +187,7 @@ def prepare(problem: Problem, cands: Candidates) -> Tables:
         horizon_hours=H,
         objective=problem.objective,
         rate=rate,
+        jobs=[j.name for j in problem.jobs],
     )
 
 
@@ -287,7 +289,8 @@ def add_training(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
     hrs = m.add_variables("training-hours", opts[keys], upper=opts["period_hours"].to_numpy()).merge(opts, on=keys)
 
     m.add_constraints("training-select-one", [terms(sel, ["job"], 1.0)], "==",
-                      pd.DataFrame({"job": tc["job"].unique(), "rhs": 1.0}), keys=["job"])
+                      # every job, so one without candidates is an empty row reported as infeasible
+                      pd.DataFrame({"job": T.jobs, "rhs": 1.0}), keys=["job"])
     m.add_constraints("training-hours-run",
                       [terms(hrs, keys, 1.0), terms(run, keys, -run["period_hours"])], "<=", 0.0, keys=keys)
     selv = sel[["job", "config", "var"]].rename(columns={"var": "sel_var"})
