@@ -290,7 +290,7 @@ def add_training(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
 
     m.add_constraints("training-select-one", [terms(sel, ["job"], 1.0)], "==",
                       # every job, so one without candidates is an empty row reported as infeasible
-                      pd.DataFrame({"job": T.jobs, "rhs": 1.0}), keys=["job"])
+                      pd.DataFrame({"job": pd.Series(T.jobs, dtype=object), "rhs": 1.0}), keys=["job"])
     m.add_constraints("training-hours-run",
                       [terms(hrs, keys, 1.0), terms(run, keys, -run["period_hours"])], "<=", 0.0, keys=keys)
     selv = sel[["job", "config", "var"]].rename(columns={"var": "sel_var"})

@@ -368,16 +368,19 @@ def test_backends_agree(solve, solver):
 
 
 def test_job_without_usable_configuration_is_never_dropped(tmp_path):
-    # The job's only profile is on L4, nobody offers L4: the model itself records an empty
-    # `training-select-one` row (a job can't silently vanish from a "feasible" plan).
+    # A 405B-parameter job on single L4 cards: sizing finds no configuration that fits, so the job has
+    # no candidates at all. The model still records its empty `training-select-one` row (a job can't
+    # silently vanish from a "feasible" plan).
     from conftest import write_problem
     from optimizer.candidates import build_candidates
     from optimizer.formulation import build_model
     from optimizer.load import load_problem
 
-    data = {"periods": ONE_PERIOD, "offerings": [od()],
-            "training": [{"name": "j", "model": "llama-3.1-8b", "tokens": 1e9, "deadline_month": 0,
-                          "profiles": [{"gpu": "L4", "gpus": 8, "hours": 10}]}]}
+    data = {"periods": ONE_PERIOD, "offerings": [od(gpu="L4", G=1)],
+            "training": [{"name": "j", "model": "llama-3.1-405b", "tokens": 1e9, "deadline_month": 0,
+                          "cluster_gpus": [1]}]}
     problem = load_problem(write_problem(tmp_path, data))
-    mip, _, _ = build_model(problem, build_candidates(problem))
+    cands = build_candidates(problem)
+    assert cands.training.empty
+    mip, _, _ = build_model(problem, cands)
     assert mip.infeasible_rows["training-select-one"]["job"].tolist() == ["j"]
