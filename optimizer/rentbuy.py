@@ -260,13 +260,23 @@ def summary_text(units: pd.DataFrame) -> str:
             parts.append(f"{r.offering} {int(r.units_max)} owned ({new} new)")
         elif r.pricing == "reserved":
             parts.append(f"{r.offering} {r.blocks} reserved")
-        else:
+        elif r.units_max > 0:
             parts.append(f"{r.offering} <= {int(r.units_max)} {r.pricing} (avg {r.units_avg:.1f})")
+        else:  # rented by the hour for training only
+            parts.append(f"{r.offering} {r.pricing} {r.gpu_hours_used:,.0f} GPU-h")
     return "; ".join(parts) if parts else "(nothing)"
 
 
 # ---------------------------------------------------------------------------
 # strategies
+
+
+def short_message(message: str, limit: int = 2) -> str:
+    """The first reasons of a solver message ("; "-separated), with how many more there are."""
+    parts = [p for p in (message or "").split("; ") if p]
+    if len(parts) <= limit:
+        return message or ""
+    return "; ".join(parts[:limit]) + f"; and {len(parts) - limit} more"
 
 STRATEGY_COLUMNS = ["name", "status", "objective", "total_cost", "npv", "best", "vs_best", "vs_best_pct",
                     "new_owned_units", "summary", "message", "solve_seconds"]
@@ -294,7 +304,7 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
                      "total_cost": plan.total_cost, "npv": plan.npv, "new_owned_units": owned_new_units(plan)
                      if plan.status.has_plan else None,
                      "summary": summary_text(u) if plan.status.has_plan else "",
-                     "message": plan.result.message if not plan.status.has_plan else "",
+                     "message": short_message(plan.result.message) if not plan.status.has_plan else "",
                      "solve_seconds": round(time.perf_counter() - t0, 3)})
     df = pd.DataFrame(rows).reindex(columns=STRATEGY_COLUMNS)
     obj = pd.to_numeric(df["objective"], errors="coerce")
