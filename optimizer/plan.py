@@ -214,7 +214,8 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
     fixed = u["pricing"].isin(["reserved", "owned"])
     u["units"] = np.where(fixed, [held.get((o, p), 0.0) for o, p in zip(u["offering"], u["period"])],
                           u["units_running"])
-    u["capacity_gpus"] = u["units"] * u["G"]
+    # rented training clusters are billed for exactly the GPUs they run: they add to what is held
+    u["capacity_gpus"] = u["units"] * u["G"] + np.where(fixed, 0.0, u["training_gpus"])
     used = u["inference_gpus"] + u["training_gpus"]
     u["utilisation"] = np.where(u["capacity_gpus"] > 0, used / u["capacity_gpus"].where(u["capacity_gpus"] > 0), np.nan)
     touched = (used > 0) | (u["units"] > 0)
@@ -316,7 +317,10 @@ def allocate(plan: Plan) -> pd.DataFrame:
                              gpu_hours=plan.training["gpus"] * plan.training["hours"])[
             ["offering", "period", "workload", "gpu_hours"]],
     ], ignore_index=True)
-    cap = plan.usage.assign(cap_hours=plan.usage["capacity_gpus"] * plan.usage["period"].map(P["hours"]))
+    u = plan.usage
+    rented = u["pricing"].isin(["on_demand", "spot"])
+    held_gpus = u["capacity_gpus"] - np.where(rented, u["training_gpus"], 0.0)  # units × G
+    cap = u.assign(cap_hours=held_gpus * u["period"].map(P["hours"]))
 
     out = [direct]
     rent = shared[shared["item"] == "rental"]
