@@ -13,7 +13,7 @@ from .backends import DEFAULT_SOLVER, SolveResult, Status, solve
 from .candidates import Candidates, build_candidates
 from .diagnose import diagnose, precheck
 from .errors import InputError
-from .formulation import build_model
+from . import presolve
 from .load import Problem
 from .plan import Plan, extract
 
@@ -51,7 +51,8 @@ def run(
     """Solve ``problem`` and return its plan (with status, objective, bound and gap)."""
     t0 = time.perf_counter()
     cands = candidates or build_candidates(problem)
-    mip, tables, _ = build_model(problem, cands)
+    model = presolve.build(problem, cands)  # reductions that keep the optimum (docs/performance.md)
+    mip, tables = model.mip, model.tables
     build = time.perf_counter() - t0
     pre = precheck(problem, cands, tables)  # cheap culprits no solve can fix (docs/diagnosis.md)
     if mip.infeasible_rows or pre:
@@ -59,7 +60,8 @@ def run(
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
         try:
-            result = solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+            x0 = model.start(time_limit)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
+            result = solve(mip, solver=solver, time_limit=model.left(time_limit), gap=gap, threads=threads, start=x0)
         except InputError:
             raise
         except Exception as exc:  # a crashing back end is a failed solve (exit 3), never a traceback
@@ -68,7 +70,7 @@ def run(
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (
                 f" (solver: {result.message})" if result.message else "")
-    plan = extract(problem, cands, mip, tables, result)
+    plan = extract(*model.restore(result), result)  # merged offerings mapped back to real ids
     if result.status == Status.INFEASIBLE:
         plan.diagnosis = diagnose(problem, cands, solver=solver, time_limit=time_limit, threads=threads, pre=pre)
     return plan

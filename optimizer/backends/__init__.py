@@ -4,18 +4,41 @@
 :class:`~optimizer.mip.MIP` to a back end and returns a
 :class:`~optimizer.backends.result.SolveResult`. Back ends never raise on a
 solver outcome (infeasible, time limit); they report it in the status.
+
+Back ends (docs/performance.md compares them):
+
+``highs``
+    OR-Tools' HiGHS, model handed over as arrays (``model_builder``). Default:
+    fastest on the benchmark at every scale.
+``scip``
+    OR-Tools' SCIP, same hand-over; takes the warm start as a hint.
+``cbc``
+    The CBC binary PuLP bundles, fed an MPS file written from the arrays;
+    takes the warm start (``-mips``).
+``cp-sat``
+    OR-Tools' CP-SAT, for pure-integer models only (no request buckets, no
+    training); takes the warm start as a hint.
+
+A warm start (a feasible vector, e.g. :func:`~optimizer.backends.warmstart.greedy_start`)
+is handed to the back ends that take one. Whatever the back end, the plan
+returned is never worse than the start: when the solver finds nothing better
+within its limits, the start is the plan (status ``feasible``, with the
+solver's bound, ``result.start == "kept"``).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..errors import InputError
 from ..mip import MIP
 from .result import SolveResult, Status, relative_gap
 
-DEFAULT_SOLVER = "cbc"
+#: Measured on bench/run.py (docs/performance.md): best gap within the time limit at every scale.
+DEFAULT_SOLVER = "highs"
 
 
-def _pulp(mip, **kw):
+def _cbc(mip, **kw):
     from .pulp_backend import solve_pulp
 
     return solve_pulp(mip, **kw)
@@ -31,10 +54,9 @@ def _ortools(name):
 
 
 BACKENDS = {
-    "cbc": _pulp,
     "highs": _ortools("highs"),
     "scip": _ortools("scip"),
-    "ortools-cbc": _ortools("cbc"),
+    "cbc": _cbc,
     "cp-sat": _ortools("cp-sat"),
 }
 
@@ -45,8 +67,22 @@ def solve(
     time_limit: float | None = None,
     gap: float = 1e-6,
     threads: int | None = None,
+    start: np.ndarray | None = None,
 ) -> SolveResult:
-    """Solve ``mip`` with the named back end (see :data:`BACKENDS`)."""
+    """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
+
+    Parameters
+    ----------
+    time_limit
+        Wall-clock seconds for the solver; the best plan so far comes back as
+        ``feasible`` with its proven bound, or ``error`` if there is none.
+    gap
+        Relative gap at which the solver may stop and call the plan optimal.
+    threads
+        Solver threads where the back end has a setting for it (CBC, CP-SAT).
+    start
+        A feasible point of ``mip`` (checked here; ignored if it is not).
+    """
     key = solver.lower()
     if key not in BACKENDS:
         from ..errors import unknown_name
@@ -54,7 +90,43 @@ def solve(
         raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
     if time_limit is not None and time_limit <= 0:
         raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
-    return BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads)
+    a = mip.arrays()
+    start_obj = None
+    if start is not None:
+        from .warmstart import check_start, start_objective
+
+        start = np.asarray(start, dtype=float)
+        if check_start(a, start):
+            start = None
+        else:
+            start_obj = start_objective(a, start)
+    result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a)
+    result.start_objective = start_obj
+    if start is not None and result.solve_seconds > 0:  # not when the back end refused the model
+        _keep_better(result, start, start_obj, gap)
+    return result
+
+
+def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: float) -> None:
+    """Return the start as the plan when the solver found none, or a worse one."""
+    if result.status == Status.INFEASIBLE:
+        return  # the start is feasible, so this cannot be; leave the solver's word visible
+    worse = result.status.has_plan and result.objective is not None and result.objective > start_obj * (1 + 1e-9) + 1e-9
+    if result.status.has_plan and not worse:
+        return
+    bound = result.bound
+    if bound is not None:
+        bound = min(bound, start_obj)
+    g = relative_gap(start_obj, bound)
+    proven = g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
+    had = result.message
+    result.status = Status.OPTIMAL if proven else Status.FEASIBLE
+    result.x = start.copy()
+    result.objective = start_obj
+    result.bound = bound
+    result.gap = g
+    result.start = "kept"
+    result.message = f"the warm start is the best plan found ({had})" if had else "the warm start is the best plan found"
 
 
 __all__ = ["solve", "SolveResult", "Status", "relative_gap", "BACKENDS", "DEFAULT_SOLVER"]

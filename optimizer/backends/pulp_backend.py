@@ -1,109 +1,270 @@
-"""PuLP with its bundled CBC.
+"""CBC, the solver PuLP bundles, fed an MPS file written straight from the arrays.
 
-PuLP builds a model one Python object at a time, so rows are grouped from the
-sparse arrays once (CSR order) and each becomes one ``LpAffineExpression``.
-CBC's proven bound and gap are read from its log, which PuLP does not expose.
+PuLP builds a model one Python object per variable and term; writing the
+MPS file from the sparse arrays with numpy is much faster (bench/run.py
+``--handover`` measures both; docs/performance.md has the numbers). We call
+PuLP's own CBC binary with the same options PuLP would pass.
+
+Objective constant: it is **not** written to the file (PuLP does not write it
+either), so every objective value and bound CBC prints excludes it; we add
+:attr:`Arrays.c0 <optimizer.mip.Arrays>` to both. CBC's proven bound is read
+from its log ("best possible" of the last search line, or "Lower bound" of
+the summary); a search that completed proves the objective itself.
+
+Warm start: the greedy plan is written as a CBC solution file and passed
+with ``-mips``. A run that does not finish within ``time_limit`` plus a grace
+period is killed, and reported as an error when no plan came out.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
 import tempfile
 import time
 
 import numpy as np
-import pulp
 
-from ..mip import MIP
+from ..mip import MIP, Arrays
 from .result import SolveResult, Status, relative_gap
 
 _RESULT = re.compile(r"^Result - (.*)$", re.M)
+_LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
 _OBJ = re.compile(r"^Objective value:\s+(\S+)", re.M)
-_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.M)
+_BEST_POSSIBLE = re.compile(r"best possible (\S+?)\)")
+_COMPLETED = re.compile(r"Search completed - best objective (\S+?),")
+_GAP_EXIT = re.compile(r"Exiting as integer gap of (\S+) less than")
 
 
-def _num(pattern: re.Pattern, text: str) -> float | None:
-    hit = pattern.search(text)
-    if not hit:
-        return None
+def cbc_path() -> str:
+    import pulp
+
+    return pulp.PULP_CBC_CMD().path
+
+
+def _fmt(v: np.ndarray) -> np.ndarray:
+    return np.char.mod("% .12e", v)  # PuLP's number format (13 significant digits)
+
+
+def _pad(names: np.ndarray) -> np.ndarray:
+    return np.char.ljust(names, 8)  # CBC's MPS reader wants names in 8-character fields, as PuLP writes them
+
+
+def write_mps(a: Arrays, path: str) -> None:
+    """Write ``min c·x s.t. row_lo ≤ A x ≤ row_hi, col bounds, integrality`` (no constant) as MPS."""
+    n, m = a.n_vars, a.n_rows
+    # rows: type from the bounds; two-sided rows get a range
+    lo, hi = a.row_lo, a.row_hi
+    eq = lo == hi
+    le = ~eq & np.isinf(lo)
+    ge = ~eq & ~le & np.isinf(hi)
+    rng = ~eq & ~le & ~ge  # both finite: L row with a range
+    rtype = np.where(eq, "E", np.where(ge, "G", np.where(le | rng, "L", "N")))
+    free = np.isinf(lo) & np.isinf(hi)
+    rtype[free] = "N"  # a free row constrains nothing (kept so row ids stay aligned)
+    rname = np.char.add("R", np.arange(m).astype(str))
+    cname = np.char.add("C", np.arange(n).astype(str))
+    out = ["NAME          GPUOPT\nROWS\n N  OBJ\n"]
+    if m:
+        out.append("".join(np.char.add(np.char.add(np.char.add(" ", rtype), "  "), np.char.add(rname, "\n"))))
+    out.append("COLUMNS\n")
+    # entries: objective (row -1) and matrix, sorted by column; every column appears at least once
+    has = np.zeros(n, bool)
+    has[a.cols] = True
+    obj_cols = np.flatnonzero((a.c != 0) | ~has)
+    cols = np.concatenate([obj_cols, a.cols])
+    rows = np.concatenate([np.full(len(obj_cols), -1, np.int64), a.rows])
+    vals = np.concatenate([a.c[obj_cols], a.vals])
+    order = np.lexsort((rows, cols))
+    cols, rows, vals = cols[order], rows[order], vals[order]
+    if len(cols):
+        row_lbl = _pad(np.where(rows < 0, "OBJ", np.char.add("R", rows.astype(str))))
+        lines = np.char.add(np.char.add(np.char.add("    ", _pad(cname[cols])), "  "),
+                            np.char.add(np.char.add(row_lbl, "  "), np.char.add(_fmt(vals), "\n")))
+    else:
+        lines = np.zeros(0, dtype=str)
+    # integer markers around runs of integer columns
+    col_start = np.searchsorted(cols, np.arange(n + 1))
+    integer = a.integer.astype(bool)
+    runs = np.flatnonzero(np.diff(np.concatenate([[0], integer.astype(int), [0]])) != 0)
+    edges = np.concatenate([[0], runs, [n]])
+    edges = np.unique(edges)
+    k = 0
+    for s, e in zip(edges[:-1], edges[1:]):
+        if s == e:
+            continue
+        seg = "".join(lines[col_start[s]:col_start[e]])
+        if integer[s]:
+            out.append(f"    MARKER                 'MARKER'                 'INTORG'\n{seg}"
+                       "    MARKER                 'MARKER'                 'INTEND'\n")
+            k += 1
+        else:
+            out.append(seg)
+    out.append("RHS\n")
+    rhs = np.where(eq | ge, lo, np.where(le | rng, hi, 0.0))
+    nz = np.flatnonzero((rhs != 0) & ~free)
+    if len(nz):
+        out.append("".join(np.char.add(np.char.add("    RHS       ", _pad(rname[nz])),
+                                       np.char.add("  ", np.char.add(_fmt(rhs[nz]), "\n")))))
+    if rng.any():
+        out.append("RANGES\n")
+        r = np.flatnonzero(rng)
+        out.append("".join(np.char.add(np.char.add("    RNG       ", _pad(rname[r])),
+                                       np.char.add("  ", np.char.add(_fmt(hi[r] - lo[r]), "\n")))))
+    out.append("BOUNDS\n")
+    clo, chi = a.col_lo, a.col_hi
+    parts = []
+    fr = np.isinf(clo) & np.isinf(chi)
+    mi = np.isinf(clo) & ~fr
+    lo_set = ~np.isinf(clo) & ((clo != 0) | (chi < 0))
+    up = ~np.isinf(chi)
+    pl = integer & np.isinf(chi) & ~fr
+    for mask, kind, val in ((fr, "FR", None), (mi, "MI", None), (lo_set, "LO", clo), (up, "UP", chi),
+                            (pl, "PL", None)):
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            continue
+        head = np.char.add(f" {kind} BND       ", _pad(cname[idx]))
+        if val is None:
+            parts.append("".join(np.char.add(head, "\n")))
+        else:
+            parts.append("".join(np.char.add(head, np.char.add("  ", np.char.add(_fmt(val[idx]), "\n")))))
+    out.extend(parts)
+    out.append("ENDATA\n")
+    with open(path, "w") as fh:
+        fh.writelines(out)
+
+
+def write_start(x: np.ndarray, path: str) -> None:
+    """A CBC solution file (the format ``-mips`` reads) holding the start values."""
+    idx = np.arange(len(x))
+    body = np.char.add(np.char.add(np.char.add(np.char.mod("%7d C", idx), idx.astype(str)),
+                                   np.char.add(" ", _fmt(x))), " 0\n")
+    with open(path, "w") as fh:
+        fh.write("Stopped on time - objective value 0\n")
+        fh.write("".join(body))
+
+
+def read_solution(path: str, n: int) -> tuple[str, np.ndarray | None]:
+    """CBC's status line and the column values (None when the file holds no solution)."""
     try:
-        return float(hit.group(1))
+        with open(path) as fh:
+            text = fh.read()
+    except OSError:
+        return "", None
+    lines = text.splitlines()
+    if not lines:
+        return "", None
+    head = lines[0].strip()
+    x = np.zeros(n)
+    for line in lines[1:]:
+        parts = line.replace("**", " ").split()
+        if len(parts) < 3:
+            continue
+        name = parts[1]
+        if name.startswith("C"):
+            try:
+                x[int(name[1:])] = float(parts[2])
+            except ValueError:
+                continue
+    return head, x
+
+
+def _float(text: str) -> float | None:
+    try:
+        v = float(text)
     except ValueError:
         return None
+    return v if np.isfinite(v) else None
+
+
+def parse_bound(log: str) -> float | None:
+    """CBC's proven lower bound on the objective *without* the constant, or None."""
+    hit = _LOWER.findall(log)
+    if hit:
+        return _float(hit[-1])
+    hit = _BEST_POSSIBLE.findall(log)
+    if hit:
+        return _float(hit[-1])
+    hit = _COMPLETED.findall(log)
+    if hit:
+        return _float(hit[-1])
+    return None
 
 
 def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
-               threads: int | None = None) -> SolveResult:
-    """Solve with PuLP's CBC; never raises on a solver outcome."""
+               threads: int | None = None, start: np.ndarray | None = None, arrays: Arrays | None = None) -> SolveResult:
+    """Solve with PuLP's bundled CBC; never raises on a solver outcome."""
     t0 = time.perf_counter()
-    a = mip.arrays()
-    prob = pulp.LpProblem("gpuopt", pulp.LpMinimize)
-    xs = [
-        pulp.LpVariable(f"x{i}", lowBound=None if np.isinf(lo) else float(lo),
-                        upBound=None if np.isinf(hi) else float(hi),
-                        cat=pulp.LpInteger if integ else pulp.LpContinuous)
-        for i, (lo, hi, integ) in enumerate(zip(a.col_lo, a.col_hi, a.integer))
-    ]
-    nz = np.flatnonzero(a.c)
-    prob += pulp.LpAffineExpression([(xs[i], float(a.c[i])) for i in nz]) + a.c0
-    order = np.argsort(a.rows, kind="stable")
-    rows, cols, vals = a.rows[order], a.cols[order], a.vals[order]
-    cuts = np.searchsorted(rows, np.arange(a.n_rows + 1))
-    for r in range(a.n_rows):
-        lo, hi = a.row_lo[r], a.row_hi[r]
-        expr = pulp.LpAffineExpression(
-            [(xs[c], float(v)) for c, v in zip(cols[cuts[r]:cuts[r + 1]], vals[cuts[r]:cuts[r + 1]])])
-        name = f"r{r}"
-        if lo == hi:
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintEQ, name, float(lo))
-        else:
-            if not np.isinf(lo):
-                prob += pulp.LpConstraint(expr, pulp.LpConstraintGE, name if np.isinf(hi) else name + "lo", float(lo))
-            if not np.isinf(hi):
-                prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, name, float(hi))
-    build = time.perf_counter() - t0
-
-    fd, log_path = tempfile.mkstemp(prefix="gpuopt-cbc-", suffix=".log")
-    os.close(fd)
-    opts = dict(msg=False, gapRel=gap, logPath=log_path)
-    if time_limit is not None:
-        opts["timeLimit"] = float(time_limit)
-    if threads:
-        opts["threads"] = int(threads)
-    t1 = time.perf_counter()
+    a = arrays if arrays is not None else mip.arrays()
+    tmp = tempfile.mkdtemp(prefix="gpuopt-cbc-")
+    mps, sol, mst = (os.path.join(tmp, f) for f in ("model.mps", "model.sol", "start.mst"))
     try:
-        prob.solve(pulp.PULP_CBC_CMD(**opts))
-    except pulp.PulpSolverError as exc:
-        return SolveResult(Status.ERROR, "cbc", build_seconds=build,
-                           solve_seconds=time.perf_counter() - t1, message=str(exc))
-    finally:
+        write_mps(a, mps)
+        cmd = [cbc_path(), mps]
+        if start is not None:
+            write_start(start, mst)
+            cmd += ["-mips", mst]
+        if time_limit is not None:
+            cmd += ["-sec", f"{float(time_limit):g}"]
+        cmd += ["-timeMode", "elapsed", "-ratio", f"{gap:.12g}", "-allow", "0"]
+        if threads:
+            cmd += ["-threads", str(int(threads))]
+        cmd += ["-solve", "-printingOptions", "all", "-solution", sol]
+        build = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        # CBC checks its limit between nodes and cut passes; a hard stop a little later guards the rest
+        wall = None if time_limit is None else float(time_limit) * 1.2 + 10.0
         try:
-            with open(log_path) as fh:
-                log = fh.read()
-        except OSError:
-            log = ""
-        os.unlink(log_path)
-    elapsed = time.perf_counter() - t1
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  timeout=wall, text=True, errors="replace")
+            log, killed = proc.stdout, False
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout or ""
+            log, killed = (out.decode(errors="replace") if isinstance(out, bytes) else out), True
+        elapsed = time.perf_counter() - t1
+        head, x = read_solution(sol, a.n_vars) if not killed else ("", None)
+    finally:
+        for f in (mps, sol, mst):
+            if os.path.exists(f):
+                os.unlink(f)
+        os.rmdir(tmp)
 
-    result_line = (_RESULT.search(log).group(1) if _RESULT.search(log) else "").strip()
-    status_code = prob.status
-    sol = prob.sol_status
-    if status_code == pulp.LpStatusInfeasible or "infeasible" in result_line.lower():
-        return SolveResult(Status.INFEASIBLE, "cbc", build_seconds=build, solve_seconds=elapsed,
-                           message=result_line or "infeasible", log=log)
-    if sol not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-        return SolveResult(Status.ERROR, "cbc", build_seconds=build, solve_seconds=elapsed,
-                           message=result_line or pulp.LpStatus.get(status_code, "unknown"), log=log)
-    x = np.array([v.varValue if v.varValue is not None else 0.0 for v in xs], dtype=float)
+    result_line = (_RESULT.findall(log)[-1] if _RESULT.findall(log) else "").strip()
+    common = dict(build_seconds=build, solve_seconds=elapsed, log=log,
+                  start="hint" if start is not None else "")
+    words = head.split()
+    first = words[0] if words else ""
+    if killed:
+        bound = parse_bound(log)
+        return SolveResult(Status.ERROR, "cbc", message=f"CBC did not stop within {wall:g} s; killed, no plan",
+                           bound=None if bound is None else bound + a.c0, **common)
+    # the solution file's first word, as PuLP reads it: Optimal | Infeasible | Integer (infeasible) |
+    # Unbounded | Stopped ("Stopped on time - objective value X" carries a plan)
+    if first in ("Infeasible", "Integer"):
+        return SolveResult(Status.INFEASIBLE, "cbc", message=result_line or head or "infeasible", **common)
+    if first == "Unbounded":
+        return SolveResult(Status.ERROR, "cbc", message="unbounded", **common)
+    has_plan = x is not None and (first == "Optimal" or (
+        first == "Stopped" and len(words) >= 5 and words[4] == "objective"))
+    if not has_plan:
+        msg = "no plan within the time limit" if first == "Stopped" else (result_line or head or "CBC failed")
+        bound = parse_bound(log)
+        return SolveResult(Status.ERROR, "cbc", message=msg, bound=None if bound is None else bound + a.c0,
+                           **common)
+    x = np.where(a.integer, np.rint(x), x)
     objective = float(a.c @ x + a.c0)
-    proven = sol == pulp.LpSolutionOptimal and "stopped" not in result_line.lower()
-    bound = _num(_BOUND, log)
+    completed = first == "Optimal"
+    bound = parse_bound(log)
     if bound is not None:
-        bound += 0.0  # CBC's bound includes the objective constant PuLP passed
-    if proven:
-        bound = objective if bound is None else min(bound, objective)
+        bound += a.c0  # CBC never saw the constant
+    elif completed:
+        bound = objective
+    if bound is not None:
+        bound = min(bound, objective)
     g = relative_gap(objective, bound)
+    proven = completed and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
     status = Status.OPTIMAL if proven else Status.FEASIBLE
-    return SolveResult(status, "cbc", objective=objective, bound=bound, gap=g, build_seconds=build,
-                       solve_seconds=elapsed, x=x, message=result_line, log=log)
+    return SolveResult(status, "cbc", objective=objective, bound=bound, gap=g, x=x,
+                       message=result_line or head, **common)

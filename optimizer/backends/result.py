@@ -40,6 +40,15 @@ class SolveResult:
         Relative gap (objective − bound) ÷ max(|objective|, 1e-9); 0 when optimal.
     x
         Variable values, indexed by the MIP's global variable ids.
+    build_seconds, solve_seconds
+        Wall-clock seconds to hand the model to the back end (and, once the
+        pipeline adds it, to build the MIP) and to solve it.
+    start_objective
+        Objective of the warm start (greedy plan) when one was computed.
+    start
+        How the warm start was used: ``hint`` (handed to the solver),
+        ``kept`` (the solver found nothing better, so the plan *is* the start),
+        ``unused`` (the back end takes none), or empty.
     """
 
     status: Status
@@ -52,6 +61,8 @@ class SolveResult:
     x: np.ndarray | None = None
     message: str = ""
     log: str = field(default="", repr=False)
+    start_objective: float | None = None
+    start: str = ""
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

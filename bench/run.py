@@ -1,0 +1,214 @@
+"""Benchmark: model size, build and solve time, objective, bound, gap and memory per scale and back end.
+
+Usage::
+
+    python bench/run.py --scales 0.25,0.5,1,2,4 --solvers highs,scip,cbc,cp-sat \\
+        --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--no-start] [--json FILE]
+    python bench/run.py --handover --scales 1      # model hand-over only: PuLP objects vs MPS vs model_builder
+
+Each (scale, back end) runs in its own process (``--one`` is the child's
+entry point), so peak memory (``ru_maxrss`` of the process and of the CBC
+process it starts) belongs to that run alone, and a solver crash cannot take
+the table down. The problem comes from :mod:`bench.generate` (in memory, no
+YAML), then runs the same path as ``gpuopt solve``: candidates, presolve,
+``build_model``, bounds, greedy start, solve, plan, audit.
+
+Columns: ``vars``/``int``/``rows``/``nnz`` of the model handed to the solver
+(after presolve), ``build`` = candidates + presolve + ``build_model`` +
+bounds + greedy start (seconds), ``handover`` = arrays to the back end's model
+or MPS file, ``solve`` = the solver's wall clock, ``total`` = the whole run,
+``gap`` = (objective − bound) ÷ objective, ``mem`` = peak resident MB,
+``audit`` = violations :func:`optimizer.audit.audit` finds in the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
+        presolve_on: bool, start_on: bool) -> dict:
+    """One benchmark run in this process; returns its row."""
+    from bench.generate import problem
+    from optimizer import presolve
+    from optimizer.audit import audit
+    from optimizer.backends import solve
+    from optimizer.candidates import build_candidates
+    from optimizer.plan import extract
+
+    t0 = time.perf_counter()
+    pr = problem(scale, seed)
+    cands = build_candidates(pr)
+    t1 = time.perf_counter()
+    model = presolve.build(pr, cands, enabled=presolve_on)
+    t2 = time.perf_counter()
+    start = model.start() if start_on else None
+    t3 = time.perf_counter()
+    st = model.mip.stats()
+    row = {"scale": scale, "solver": solver, "seed": seed, "time_limit": time_limit, "gap_target": gap,
+           "vars": st["variables"], "int": st["integer_variables"], "rows": st["constraints"],
+           "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
+           "offerings": len(pr.offerings), "periods": len(pr.periods),
+           "candidates_s": t1 - t0, "model_s": t2 - t1, "start_s": t3 - t2, "build_s": t3 - t0}
+    if model.pre is not None:
+        row["presolve"] = model.pre.summary()
+        row["presolve"].pop("merge_groups", None)
+    res = solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads, start=start)
+    t4 = time.perf_counter()
+    handover_s = res.build_seconds  # before restore() adds the start's seconds
+    plan = extract(*model.restore(res), res)
+    violations = audit(plan) if res.status.has_plan else []
+    t5 = time.perf_counter()
+    row.update({"status": res.status.value, "objective": res.objective, "bound": res.bound, "gap": res.gap,
+                "start_objective": res.start_objective, "start": res.start, "handover_s": handover_s,
+                "solve_s": res.solve_seconds, "extract_audit_s": t5 - t4, "total_s": t5 - t0,
+                "audit_violations": len(violations), "audit_first": violations[:3],
+                "message": res.message[:200]})
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    row["mem_mb"] = max(me, kids)
+    return row
+
+
+def handover(scale: float, seed: int) -> dict:
+    """Seconds to hand the ×scale model to each back end (no solve)."""
+    import tempfile
+
+    import numpy as np
+    import pulp
+
+    from bench.generate import problem
+    from optimizer import presolve
+    from optimizer.backends.ortools_backend import build_model as mb_build
+    from optimizer.backends.pulp_backend import write_mps
+    from optimizer.candidates import build_candidates
+
+    pr = problem(scale, seed)
+    model = presolve.build(pr, build_candidates(pr))
+    t = time.perf_counter()
+    a = model.mip.arrays()
+    out = {"scale": scale, "nnz": int(len(a.vals)), "arrays_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    mb_build(a)
+    out["model_builder_s"] = time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        write_mps(a, os.path.join(d, "m.mps"))
+        out["mps_direct_s"] = time.perf_counter() - t
+        # PuLP objects, built as fast as PuLP allows: one LpAffineExpression per row from a dict
+        t = time.perf_counter()
+        prob = pulp.LpProblem("x", pulp.LpMinimize)
+        xs = [pulp.LpVariable(f"x{i}", lowBound=None if np.isinf(lo) else float(lo),
+                              upBound=None if np.isinf(hi) else float(hi),
+                              cat=pulp.LpInteger if it else pulp.LpContinuous)
+              for i, (lo, hi, it) in enumerate(zip(a.col_lo, a.col_hi, a.integer))]
+        prob += pulp.LpAffineExpression({xs[i]: float(a.c[i]) for i in np.flatnonzero(a.c)})
+        order = np.argsort(a.rows, kind="stable")
+        rows, cols, vals = a.rows[order], a.cols[order], a.vals[order]
+        cuts = np.searchsorted(rows, np.arange(a.n_rows + 1))
+        for r in range(a.n_rows):
+            e = pulp.LpAffineExpression({xs[c]: v for c, v in zip(cols[cuts[r]:cuts[r + 1]].tolist(),
+                                                                   vals[cuts[r]:cuts[r + 1]].tolist())})
+            lo, hi = a.row_lo[r], a.row_hi[r]
+            if lo == hi:
+                prob.addConstraint(pulp.LpConstraint(e, pulp.LpConstraintEQ, f"r{r}", float(lo)))
+            elif np.isinf(hi):
+                prob.addConstraint(pulp.LpConstraint(e, pulp.LpConstraintGE, f"r{r}", float(lo)))
+            else:
+                prob.addConstraint(pulp.LpConstraint(e, pulp.LpConstraintLE, f"r{r}", float(hi)))
+        out["pulp_objects_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        prob.writeMPS(os.path.join(d, "p.mps"))
+        out["pulp_writemps_s"] = time.perf_counter() - t
+    return out
+
+
+def _fmt(v, nd=2):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scales", default="0.25,0.5,1,2,4")
+    ap.add_argument("--solvers", default="highs,scip,cbc,cp-sat")
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gap", type=float, default=0.01)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--no-presolve", action="store_true")
+    ap.add_argument("--no-start", action="store_true")
+    ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
+    ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    scales = [float(s) for s in args.scales.split(",") if s]
+    solvers = [s for s in args.solvers.split(",") if s]
+
+    if args.one:
+        row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
+                  not args.no_presolve, not args.no_start)
+        print("ROW " + json.dumps(row, default=float))
+        return 0
+    if args.handover:
+        for s in scales:
+            print(json.dumps(handover(s, args.seed)))
+        return 0
+
+    load = os.getloadavg()
+    print(f"# bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(f"# {os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    head = ["scale", "solver", "vars", "int", "rows", "nnz", "build", "handover", "solve", "total", "status",
+            "objective", "bound", "gap%", "start obj", "mem MB", "audit"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    out = open(args.json, "a") if args.json else None
+    for s in scales:
+        for solver in solvers:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--one", "--scales", str(s), "--solvers", solver,
+                   "--time-limit", str(args.time_limit), "--seed", str(args.seed), "--gap", str(args.gap)]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
+            if args.no_presolve:
+                cmd.append("--no-presolve")
+            if args.no_start:
+                cmd.append("--no-start")
+            t = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            rows = [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("ROW ")]
+            if not rows:
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+                print(f"| {s:g} | {solver} | crashed after {time.perf_counter() - t:.0f} s: {tail[0][:120]} |")
+                continue
+            r = rows[0]
+            if out:
+                out.write(json.dumps(r, default=float) + "\n")
+                out.flush()
+            gap = "-" if r["gap"] is None else f"{100 * r['gap']:.2f}"
+            print("| " + " | ".join([
+                f"{s:g}", solver, str(r["vars"]), str(r["int"]), str(r["rows"]), str(r["nnz"]),
+                _fmt(r["build_s"]), _fmt(r["handover_s"]), _fmt(r["solve_s"]), _fmt(r["total_s"]), r["status"],
+                _fmt(r["objective"], 0), _fmt(r["bound"], 0), gap, _fmt(r["start_objective"], 0),
+                f"{r['mem_mb']:.0f}", str(r["audit_violations"])]) + " |", flush=True)
+            if r["status"] in ("error", "infeasible"):
+                print(f"|   | {solver}: {r['message'][:150]} |")
+    if out:
+        out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

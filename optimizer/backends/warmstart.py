@@ -1,0 +1,445 @@
+"""Warm starts: a feasible plan built without the MIP solver.
+
+Two heuristics share one dispatcher:
+
+``greedy_start``
+    Rented capacity first, cheapest per rps: every training job gets the
+    rented configuration and offering with the lowest cost per unit of progress
+    whose cluster fits, its hours laid over the earliest periods of its window;
+    then, for every service and period, each request bucket's demand goes to
+    the (configuration, offering) pairs with the lowest marginal cost per rps
+    that still have room (existing owned units first, they are already paid
+    for), replicas rounded up, ``min_replicas`` topped up, units running =
+    ⌈GPUs ÷ G⌉. Nothing is reserved or bought.
+``lp_start``
+    The LP relaxation decides: reserved and new owned units are its values
+    rounded to the nearest integer, each job takes the configuration the LP
+    weights most and the LP's placements of it (as far as they fit), each
+    service keeps ⌊LP replicas⌋ where the LP put them (routing scaled with
+    them); what is left of demand, progress or floors is dispatched as in
+    the greedy, committed capacity first.
+
+Either vector is checked against every row and bound of the model; if it
+fails there is no start. Both read the labelled variable tables
+``build_model`` returns, so they follow the formulation's names, not its row
+layout.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from ..mip import MIP, Arrays
+
+RENTED = ("on_demand", "spot")
+TOL = 1e-6
+
+
+def check_start(a: Arrays, x: np.ndarray, tol: float = 1e-6) -> list[str]:
+    """Rows and bounds ``x`` violates (empty when it is a feasible point of the arrays ``a``)."""
+    bad = []
+    if x.shape != (a.n_vars,):
+        return [f"start has {x.shape} values for {a.n_vars} variables"]
+    if (x < a.col_lo - tol).any() or (x > a.col_hi + tol).any():
+        i = int(np.flatnonzero((x < a.col_lo - tol) | (x > a.col_hi + tol))[0])
+        bad.append(f"bound of {a.var_names[i]}: {x[i]} not in [{a.col_lo[i]}, {a.col_hi[i]}]")
+    frac = a.integer & (np.abs(x - np.rint(x)) > tol)
+    if frac.any():
+        bad.append(f"{int(frac.sum())} integer variables are fractional")
+    ax = np.bincount(a.rows, weights=a.vals * x[a.cols], minlength=a.n_rows)
+    # relative to the row's size: its right-hand side and the magnitude of its terms
+    scale = 1.0 + np.bincount(a.rows, weights=np.abs(a.vals * x[a.cols]), minlength=a.n_rows) + np.abs(
+        np.where(np.isfinite(a.row_lo), a.row_lo, 0)) + np.abs(np.where(np.isfinite(a.row_hi), a.row_hi, 0))
+    viol = (ax < a.row_lo - tol * scale) | (ax > a.row_hi + tol * scale)
+    for r in np.flatnonzero(viol)[:5]:
+        bad.append(f"row {a.row_names[r]}: {ax[r]:g} not in [{a.row_lo[r]:g}, {a.row_hi[r]:g}]")
+    return bad
+
+
+def start_objective(a: Arrays, x: np.ndarray) -> float:
+    return float(a.c @ x + a.c0)
+
+
+def greedy_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None) -> np.ndarray | None:
+    """A feasible point of ``mip`` built greedily, or None."""
+    a = arrays if arrays is not None else mip.arrays()
+    return _checked(a, lambda: _Dispatch(mip, T, vt, None).run())
+
+
+def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
+             time_limit: float | None = None) -> np.ndarray | None:
+    """A feasible point of ``mip`` rounded and repaired from its LP relaxation, or None."""
+    a = arrays if arrays is not None else mip.arrays()
+    guide = solve_lp(a, time_limit)
+    if guide is None:
+        return None
+    return _checked(a, lambda: _Dispatch(mip, T, vt, guide).run())
+
+
+def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None) -> np.ndarray | None:
+    """The cheaper of :func:`lp_start` and :func:`greedy_start` (whichever exists)."""
+    a = mip.arrays()
+    t = time.perf_counter()
+    cands = [x for x in (greedy_start(mip, T, vt, a),) if x is not None]
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t))
+    if left is None or left > 0.5:
+        x = lp_start(mip, T, vt, a, left)
+        if x is not None:
+            cands.append(x)
+    if not cands:
+        return None
+    return min(cands, key=lambda v: start_objective(a, v))
+
+
+def _checked(a: Arrays, build) -> np.ndarray | None:
+    try:
+        x = build()
+    except (_NoStart, KeyError, ValueError):
+        return None
+    if x is None:
+        return None
+    x = np.clip(x, a.col_lo, a.col_hi)
+    x = np.where(a.integer, np.rint(x), x)
+    if check_start(a, x):
+        return None
+    return x
+
+
+def solve_lp(a: Arrays, time_limit: float | None = None) -> np.ndarray | None:
+    """Values of the LP relaxation (HiGHS through OR-Tools), or None."""
+    import dataclasses
+
+    from ortools.linear_solver.python import model_builder as mb
+
+    from .ortools_backend import _capture_stdout, build_model
+
+    model = build_model(dataclasses.replace(a, integer=np.zeros_like(a.integer)))
+    solver = mb.Solver("highs")
+    if time_limit is not None:
+        solver.set_time_limit_in_seconds(max(0.1, float(time_limit)))
+    with _capture_stdout():
+        status = solver.solve(model)
+    if status != mb.SolveStatus.OPTIMAL:
+        return None
+    helper = solver._Solver__solve_helper
+    return np.asarray(helper.variable_values(), dtype=float)
+
+
+class _NoStart(Exception):
+    pass
+
+
+class _Dispatch:
+    """Places training and inference on capacity, committed first, then rented."""
+
+    def __init__(self, mip: MIP, T, vt: dict, guide: np.ndarray | None):
+        self.mip, self.T, self.vt, self.guide = mip, T, vt, guide
+        self.x = np.zeros(mip.n_vars)
+        O = T.offerings.set_index("offering")
+        self.O = O
+        self.G = O["G"].astype(float).to_dict()
+        self.pricing = O["pricing"].to_dict()
+        self.cap = O["max_units"].astype(float).fillna(np.inf).to_dict()
+        self.price = O["price"].astype(float).to_dict()
+        e = (O["energy_per_gpu_hour"].fillna(0) * (1 - O["idle_power_fraction"].fillna(0))).astype(float)
+        self.busy_energy = e.to_dict()
+        self.hours = T.periods.set_index("period")["hours"].astype(float).to_dict()
+        self.order = {p: i for i, p in enumerate(T.periods["period"])}
+        self.train_gpus = defaultdict(float)  # average training GPUs per (offering, period)
+        self.cluster = defaultdict(float)  # largest cluster per (offering, period)
+        self.used = defaultdict(float)  # inference GPUs per (offering, period)
+        self.held = {}  # committed units per (offering, period): reserved block or existing + new owned
+
+    # -- capacity -------------------------------------------------------------
+    def committed(self, o) -> bool:
+        return self.pricing[o] in ("reserved", "owned")
+
+    def free_inference_gpus(self, o, p) -> float:
+        """GPUs inference may still take on (o, p)."""
+        G = self.G[o]
+        if self.committed(o):
+            total = G * self.held.get((o, p), 0.0)
+            return min(total - self.train_gpus[(o, p)], total - self.cluster[(o, p)]) - self.used[(o, p)]
+        U = self.cap[o]
+        if not np.isfinite(U):
+            return np.inf
+        units = math.floor(min(U - self.train_gpus[(o, p)] / G, U - self.cluster[(o, p)] / G) + 1e-9)
+        return units * G - self.used[(o, p)]
+
+    def training_fits(self, o, p, n: float, hours: float) -> float:
+        """Hours (≤ ``hours``) a cluster of n GPUs can run on (o, p) beside what is placed."""
+        G, hp = self.G[o], self.hours[p]
+        if self.committed(o):
+            total = G * self.held.get((o, p), 0.0)
+            if n + self.used[(o, p)] > total + 1e-9:
+                return 0.0
+            room = total - self.used[(o, p)] - self.train_gpus[(o, p)]
+        else:
+            U = self.cap[o]
+            if not np.isfinite(U):
+                return hours
+            if n + G * math.ceil(self.used[(o, p)] / G - 1e-9) > G * U + 1e-9:
+                return 0.0
+            room = G * U - G * math.ceil(self.used[(o, p)] / G - 1e-9) - self.train_gpus[(o, p)]
+        return max(0.0, min(hours, room * hp / n))
+
+    # -- the plan ---------------------------------------------------------------
+    def run(self) -> np.ndarray:
+        # the LP's replicas first: a training cluster must then fit beside them (the LP's fractional
+        # run variables make its cluster-fit rows weak, so its training placements are the ones to move)
+        self.commit()
+        self.inference_prepare()
+        if self.guide is not None:
+            self.inference_guided()
+        self.training()
+        self.inference_rest()
+        self.units()
+        return self.x
+
+    def commit(self) -> None:
+        vt, x, g = self.vt, self.x, self.guide
+        held = vt.get("units-held")
+        if held is None:
+            return
+        if g is not None:
+            for name in ("units-reserved", "units-owned"):
+                tab = vt.get(name)
+                if tab is not None and len(tab):
+                    v = tab["var"].to_numpy(np.int64)
+                    x[v] = np.floor(g[v] + 0.5)
+        for o, p, v, e in zip(held["offering"], held["period"], held["var"], held["existing"]):
+            self.held[(o, p)] = float(e) + float(x[v])
+
+    def training(self) -> None:
+        vt, x, g = self.vt, self.x, self.guide
+        hrs = vt.get("training-hours")
+        if hrs is None or not len(hrs):
+            return
+        sel = vt["training-select"]
+        runv = vt["training-run"].set_index(["job", "config", "offering", "period"])["var"]
+        selv = sel.set_index(["job", "config"])["var"]
+        need = sel.set_index(["job", "config"])["hours"]
+        h = hrs.copy()
+        h["cost"] = np.where(h["pricing"].isin(RENTED),
+                             h["gpus"] / h["G"] * h["offering"].map(self.price), 0.0) / h["progress"]
+        for job, jg in h.groupby("job", sort=False):
+            configs = list(jg["config"].unique())
+            if g is not None:
+                configs.sort(key=lambda c: -g[selv[(job, c)]])
+            else:
+                cheapest = jg[jg["pricing"].isin(RENTED)].groupby("config")["cost"].min()
+                configs = [c for c in cheapest.sort_values().index]
+            for c in configs:
+                rows = jg[jg["config"] == c]
+                placed = self._place_job(rows, float(need[(job, c)]))
+                if placed is None:
+                    continue
+                for r, t in placed:
+                    x[r.var] += t
+                    x[runv[(job, c, r.offering, r.period)]] = 1.0
+                    self.train_gpus[(r.offering, r.period)] += r.gpus * t / self.hours[r.period]
+                    self.cluster[(r.offering, r.period)] = max(self.cluster[(r.offering, r.period)], r.gpus)
+                x[selv[(job, c)]] = 1.0
+                # the progress row is an equality: make it exact
+                v = rows["var"].to_numpy(np.int64)
+                done = float((x[v] * rows["progress"].to_numpy()).sum())
+                if done > 0:
+                    x[v] *= float(need[(job, c)]) / done
+                break
+            else:
+                raise _NoStart(f"training {job}")
+
+    def _place_job(self, rows: pd.DataFrame, need: float):
+        """[(row, hours)] covering ``need`` progress hours, or None."""
+        g = self.guide
+        left = need
+        per_period = defaultdict(float)  # a job's hours in a period, over all offerings
+        out = []
+
+        def take(r, t_want):
+            nonlocal left
+            t = min(t_want, self.hours[r.period] - per_period[r.period], left / r.progress)
+            t = self.training_fits(r.offering, r.period, r.gpus, t)
+            if t <= TOL:
+                return
+            out.append((r, t))
+            per_period[r.period] += t
+            left -= t * r.progress
+            # reserve the room now so the next placement of this job sees it
+            self.train_gpus[(r.offering, r.period)] += r.gpus * t / self.hours[r.period]
+            self.cluster[(r.offering, r.period)] = max(self.cluster[(r.offering, r.period)], r.gpus)
+
+        saved = (dict(self.train_gpus), dict(self.cluster))
+        if g is not None:
+            guided = rows.assign(t=g[rows["var"].to_numpy(np.int64)])
+            sel_w = max(1e-9, float(guided["t"].mul(guided["progress"]).sum()) / need)
+            for r in guided[guided["t"] > TOL].sort_values("t", ascending=False).itertuples():
+                if left <= TOL:
+                    break
+                take(r, r.t / min(1.0, sel_w) if sel_w < 1 else r.t)
+        ranked = rows.sort_values(["cost", "period"], key=lambda s: s.map(self.order) if s.name == "period" else s)
+        for r in ranked.itertuples():
+            if left <= TOL:
+                break
+            take(r, self.hours[r.period])
+        # undo the provisional room; the caller books the final placement
+        self.train_gpus = defaultdict(float, saved[0])
+        self.cluster = defaultdict(float, saved[1])
+        if left > 1e-6 * max(1.0, need):
+            return None
+        return out
+
+    def inference_prepare(self) -> None:
+        vt, x, g, T = self.vt, self.x, self.guide, self.T
+        rep = vt["inference-replicas"]
+        routing = vt.get("inference-routing")
+        multi = set(T.multi_bucket)
+        route_var = {}
+        if routing is not None and len(routing):
+            route_var = {k: v for k, v in zip(zip(routing["service"], routing["bucket"], routing["config"],
+                                                  routing["offering"], routing["period"]), routing["var"])}
+        opts = rep.merge(T.rps, on=["service", "config"])
+        own = opts["pricing"] == "owned"
+        per_rep_cost = np.where(opts["pricing"].isin(RENTED),
+                                opts["offering"].map(self.price) * opts["gpus"] / opts["G"],
+                                np.where(own, opts["gpus"] * opts["offering"].map(self.busy_energy), 0.0))
+        opts["cost"] = per_rep_cost / opts["rps"]
+        # committed capacity before rented at equal cost per rps
+        opts["rank"] = np.where(opts["pricing"].isin(RENTED), 1, 0)
+        opts = opts.sort_values(["service", "period", "bucket", "rank", "cost"])
+        by_sp = {k: grp for k, grp in opts.groupby(["service", "period"], sort=False)}
+        demand = T.demand
+        dem = {k: dict(zip(grp["bucket"], grp["rps"])) for k, grp in demand.groupby(["service", "period"])}
+        minr = (T.min_replicas.set_index(["service", "period"])["min_replicas"].to_dict()
+                if len(T.min_replicas) else {})
+        keys = sorted(set(dem) | set(minr), key=lambda k: (str(k[0]), self.order.get(k[1], 0)))
+        state = {}
+        for s, p in keys:
+            grp = by_sp.get((s, p))
+            if grp is None:
+                raise _NoStart(f"{s}/{p}: no option")
+            info = {(r.config, r.offering): r for r in grp.drop_duplicates(["config", "offering"]).itertuples()}
+            rps = {(r.config, r.offering, r.bucket): r.rps for r in grp.itertuples()}
+            state[(s, p)] = (grp, dict(dem.get((s, p), {})), defaultdict(int), defaultdict(float), info, rps)
+        self.keys, self.state, self.route_var, self.multi = keys, state, route_var, multi
+        self.dem, self.minr = dem, minr
+
+    def add_replicas(self, st, p, k, o, n) -> int:
+        _grp, _left, reps, _tu, info, _rps = st
+        r = info[(k, o)]
+        free = self.free_inference_gpus(o, p)
+        n = int(min(n, math.floor(free / r.gpus + 1e-9))) if np.isfinite(free) else int(n)
+        if n > 0:
+            reps[(k, o)] += n
+            self.used[(o, p)] += n * r.gpus
+        return max(n, 0)
+
+    def inference_guided(self) -> None:
+        """Pass 1, every service: the LP's own replicas, rounded down, with their share of its routing."""
+        g, x, multi, route_var, state, add_replicas = (self.guide, self.x, self.multi, self.route_var, self.state,
+                                                       self.add_replicas)
+        for s, p in self.keys:
+            st = state[(s, p)]
+            _grp, left, reps, time_used, info, rps = st
+            for (k, o), r in info.items():
+                want = math.floor(g[r.var] + 1e-6)
+                if want <= 0:
+                    continue
+                got = add_replicas(st, p, k, o, want)
+                if got <= 0:
+                    continue
+                share = got / max(g[r.var], 1e-9)
+                if s in multi:
+                    for b in list(left):
+                        v = route_var.get((s, b, k, o, p))
+                        if v is None:
+                            continue
+                        q = min(left[b], g[v] * share)
+                        if q > TOL:
+                            x[v] += q
+                            left[b] -= q
+                            time_used[(k, o)] += q / rps[(k, o, b)]
+                elif left:
+                    b = next(iter(left))
+                    q = min(left[b], got * rps[(k, o, b)])
+                    left[b] -= q
+                    time_used[(k, o)] += q / rps[(k, o, b)]
+    def inference_rest(self) -> None:
+        """Pass 2: what is left of demand and floors, cheapest first (committed capacity before rented)."""
+        x, multi, route_var, state, add_replicas = self.x, self.multi, self.route_var, self.state, self.add_replicas
+        dem, minr = self.dem, self.minr
+        for s, p in self.keys:
+            st = state[(s, p)]
+            grp, left, reps, time_used, info, rps = st
+            for b in list(left):
+                rows = list(grp[grp["bucket"] == b].itertuples())
+                while left[b] > TOL:
+                    best, best_key = None, None
+                    for r in rows:
+                        k, o = r.config, r.offering
+                        spare = reps[(k, o)] - time_used[(k, o)]
+                        if spare > TOL:
+                            key = (0.0, r.cost)
+                        else:
+                            free = self.free_inference_gpus(o, p)
+                            if free < r.gpus - 1e-9:
+                                continue
+                            if self.committed(o):
+                                key = (r.cost, r.cost)
+                            else:
+                                G = self.G[o]
+                                open_spare = math.ceil(self.used[(o, p)] / G - 1e-9) * G - self.used[(o, p)]
+                                key = (0.0 if open_spare >= r.gpus else r.cost, r.cost)
+                        if best_key is None or key < best_key:
+                            best, best_key = r, key
+                    if best is None:
+                        break
+                    k, o = best.config, best.offering
+                    spare = reps[(k, o)] - time_used[(k, o)]
+                    if spare <= TOL:
+                        need_n = math.ceil(left[b] / best.rps - 1e-9)
+                        if self.committed(o):
+                            chunk = need_n
+                        else:
+                            G = self.G[o]
+                            open_spare = math.ceil(self.used[(o, p)] / G - 1e-9) * G - self.used[(o, p)]
+                            per_unit = max(1, int(G // best.gpus))
+                            chunk = (int(open_spare // best.gpus) if open_spare >= best.gpus else per_unit)
+                            chunk = min(need_n, chunk)
+                        if add_replicas(st, p, k, o, max(1, chunk)) <= 0:
+                            rows = [r for r in rows if r is not best]
+                            continue
+                        spare = reps[(k, o)] - time_used[(k, o)]
+                    q = min(left[b], spare * best.rps)
+                    time_used[(k, o)] += q / best.rps
+                    left[b] -= q
+                    if s in multi:
+                        x[route_var[(s, b, k, o, p)]] += q
+                if left[b] > 1e-6 * max(1.0, dem[(s, p)][b]):
+                    raise _NoStart(f"{s}/{b}/{p}: demand left")
+            short = int(minr.get((s, p), 0)) - sum(reps.values())
+            for (k, o) in (info if short > 0 else ()):
+                short -= add_replicas(st, p, k, o, short)
+                if short <= 0:
+                    break
+            if short > 0:
+                raise _NoStart(f"{s}/{p}: min_replicas")
+            for (k, o), n in reps.items():
+                x[info[(k, o)].var] = n
+
+    def units(self) -> None:
+        run = self.vt.get("units-running")
+        if run is None:
+            return
+        for o, p, v in zip(run["offering"], run["period"], run["var"]):
+            gpus = self.used[(o, p)]
+            if gpus > 0:
+                self.x[v] = math.ceil(gpus / self.G[o] - 1e-9)
+
+
+__all__ = ["greedy_start", "lp_start", "best_start", "check_start", "start_objective", "solve_lp"]
