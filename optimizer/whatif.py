@@ -211,7 +211,12 @@ def _money(x) -> str:
 
 
 def _signed(x) -> str:
-    return "-" if x is None else f"{x:+,.2f}"
+    return "-" if x is None else f"{_zero(x):+,.2f}"
+
+
+def _zero(x: float) -> float:
+    """Rounding noise (below half a cent) prints as 0, not -0.00."""
+    return 0.0 if abs(x) < 5e-3 else x
 
 
 def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
@@ -222,7 +227,7 @@ def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
         df = df[cols]
     for c in ("delta", "delta_hours"):
         if c in df:
-            df[c] = [f"{v:+,d}" if isinstance(v, int) else f"{v:+,.2f}" for v in df[c].tolist()]
+            df[c] = [f"{v:+,d}" if isinstance(v, int) else f"{_zero(v):+,.2f}" for v in df[c].tolist()]
     return df.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
@@ -232,7 +237,7 @@ def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
     o = delta["objective"]
     pct = ""
     if o["delta"] is not None and o["base"]:
-        pct = f" ({100 * o['delta'] / o['base']:+.1f} %)"
+        pct = f" ({100 * _zero(o['delta']) / o['base']:+.1f} %)"
     lines = [
         f"what if: {title}",
         f"{'':<12}{'base':>18}{'scenario':>18}{'delta':>18}",
