@@ -52,7 +52,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
     t2 = time.perf_counter()
-    start = model.start() if start_on else None
+    start = model.start(time_limit) if start_on else None  # as the pipeline does: its LP gets a share
     t3 = time.perf_counter()
     st = model.mip.stats()
     row = {"scale": scale, "solver": solver, "seed": seed, "time_limit": time_limit, "gap_target": gap,
@@ -63,7 +63,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     if model.pre is not None:
         row["presolve"] = model.pre.summary()
         row["presolve"].pop("merge_groups", None)
-    res = solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads, start=start)
+    res = solve(model.mip, solver=solver, time_limit=model.left(time_limit) if start_on else time_limit, gap=gap,
+                threads=threads, start=start)
     t4 = time.perf_counter()
     handover_s = res.build_seconds  # before restore() adds the start's seconds
     plan = extract(*model.restore(res), res)

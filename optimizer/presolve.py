@@ -392,7 +392,7 @@ class Model:
     start_seconds: float = 0.0
 
     def start(self, time_limit: float | None = None) -> np.ndarray | None:
-        """The cheaper of the greedy and the LP-rounded warm starts (None when neither is feasible)."""
+        """The LP-rounded warm start, or the greedy one if that fails (None when neither is feasible)."""
         import time as _time
 
         from .backends.warmstart import best_start
