@@ -497,8 +497,18 @@ OFFERING_DEFAULTS = {
 }
 
 
+def _finance_default(name: str) -> float:
+    t = cat.finance_defaults()
+    return float(t.loc[t["name"] == name, "value"].iloc[0])
+
+
 def _fill_offering_defaults(off: pd.DataFrame) -> pd.DataFrame:
     off = off.copy()
+    # a spot offering without a measured rate gets the catalog's (finance_defaults.csv)
+    spot = (off["pricing"] == "spot") & off["interruptions_per_hour"].isna()
+    off["interruptions_per_hour"] = off["interruptions_per_hour"].astype(float)
+    if spot.any():
+        off.loc[spot, "interruptions_per_hour"] = _finance_default("spot_interruptions_per_hour")
     for col, default in OFFERING_DEFAULTS.items():
         kind = "reserved" if col in ("upfront", "term_months") else "owned"
         mask = (off["pricing"] == kind) & off[col].isna()

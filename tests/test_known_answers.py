@@ -384,3 +384,18 @@ def test_job_without_usable_configuration_is_never_dropped(tmp_path):
     assert cands.training.empty
     mip, _, _ = build_model(problem, cands)
     assert mip.infeasible_rows["training-select-one"]["job"].tolist() == ["j"]
+
+
+def test_spot_offering_without_a_rate_gets_the_catalog_default(tmp_path):
+    # catalogs/finance_defaults.csv: spot_interruptions_per_hour = -ln(1 - 0.15)/730 (a 15 %/month band)
+    import math
+
+    from conftest import write_problem
+    from optimizer.load import load_problem
+
+    spot = {"id": "sp", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "spot",
+            "price_per_hour": 10}
+    problem = load_problem(write_problem(tmp_path, {"periods": ONE_PERIOD, "offerings": [spot],
+                                                    "inference": [svc(spot=True)]}))
+    rate = problem.offerings.loc["sp", "interruptions_per_hour"]
+    assert rate == pytest.approx(-math.log(0.85) / 730, rel=1e-4)
