@@ -116,6 +116,8 @@ def test_q3_example_solves_to_optimality():
     services = {row["service"] for row in d["inference"]}
     assert {"chat", "assistant", "batch-summarize"} <= services
     assert {row["job"] for row in d["training"]} == {"ft-chat-70b", "pretrain-8b"}
+    # no workload has profiles: every configuration came from the sizing model
+    assert all(row["precision"] for row in d["inference"])
 
 
 # --- bad input: exit 2, a message naming file, field and value; never a traceback -----

@@ -122,7 +122,7 @@ def test_idle_periods(tmp_path):
 
 
 def test_examples_validate():
-    for f in ("q3.yaml", "rent-vs-buy-3y.yaml"):
+    for f in ("q3.yaml", "q3-profiled.yaml", "rent-vs-buy-3y.yaml"):
         p = ROOT / "problems" / f
         if p.exists():
             v = validate_file(p)
