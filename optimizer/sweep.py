@@ -389,7 +389,7 @@ def check_outputs(out_dir: str | None, plot: str | None, force: bool) -> None:
     existing = [str(p) for p in output_paths(out_dir, plot) if p.exists()]
     if existing and not force:
         raise InputError(f"would overwrite {len(existing)} existing file(s), e.g. {existing[0]}",
-                         field="-o" if out_dir and not existing[0] == plot else "--plot", value=existing[0],
+                         field="--plot" if plot and Path(existing[0]) == Path(plot) else "-o", value=existing[0],
                          allowed="a new path, or --force to overwrite")
 
 
