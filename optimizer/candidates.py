@@ -90,57 +90,40 @@ def _empty(columns: list[str]) -> pd.DataFrame:
                                       ("int64" if c == "gpus" else object)) for c in columns})
 
 
+def _sized(kind: str, workload, offered: list[str], reference) -> pd.DataFrame:
+    """Analytic candidates of one service (``kind="inference"``) or job, as a candidate table."""
+    from . import sizing
+
+    models, gpus, eff = reference
+    if kind == "inference":
+        df = sizing.inference_candidates(workload, offered, models=models, gpus=gpus, eff=eff)
+        df, columns = df.assign(service=workload.name), INFERENCE_COLUMNS
+    else:
+        df = sizing.training_candidates(workload, offered, models=models, gpus=gpus, eff=eff)
+        df, columns = df.assign(job=workload.name), TRAINING_COLUMNS
+    df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
+    return df[columns]
+
+
 def build_candidates(problem: Problem) -> Candidates:
     """Candidate tables for every workload of ``problem``.
 
     Workloads with ``profiles`` use exactly those; the others are sized
     analytically on every GPU type some offering provides.
     """
+    from . import sizing
+
     eff = efficiency_values(problem)
     offered = sorted(problem.offerings["gpu"].unique())
-    inf_parts, tr_parts = [], []
-    need_sizing = [s for s in problem.services if not s.profiles] + [j for j in problem.jobs if not j.profiles]
     reference = None
-    if need_sizing:
-        reference = _sizing_reference(problem)
-    for s in problem.services:
-        if s.profiles:
-            inf_parts.append(_profile_inference(problem, s))
-        else:
-            from . import sizing
-
-            models, gpus, seff = reference
-            df = sizing.inference_candidates(s, offered, models=models, gpus=gpus, eff=seff)
-            df = df.assign(service=s.name)
-            df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
-            inf_parts.append(df[INFERENCE_COLUMNS])
-    for j in problem.jobs:
-        if j.profiles:
-            tr_parts.append(_profile_training(problem, j))
-        else:
-            from . import sizing
-
-            models, gpus, seff = reference
-            df = sizing.training_candidates(j, offered, models=models, gpus=gpus, eff=seff)
-            df = df.assign(job=j.name)
-            df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
-            tr_parts.append(df[TRAINING_COLUMNS])
+    if any(not w.profiles for w in [*problem.services, *problem.jobs]):
+        reference = sizing.load_reference(problem.spec, problem.file)
+    inf_parts = [_profile_inference(problem, s) if s.profiles else _sized("inference", s, offered, reference)
+                 for s in problem.services]
+    tr_parts = [_profile_training(problem, j) if j.profiles else _sized("training", j, offered, reference)
+                for j in problem.jobs]
     inference = pd.concat(inf_parts, ignore_index=True) if inf_parts else _empty(INFERENCE_COLUMNS)
     training = pd.concat(tr_parts, ignore_index=True) if tr_parts else _empty(TRAINING_COLUMNS)
     inference["gpus"] = inference["gpus"].astype("int64")
     training["gpus"] = training["gpus"].astype("int64")
     return Candidates(inference=inference, training=training, efficiency=eff)
-
-
-def _sizing_reference(problem: Problem):
-    try:
-        from . import sizing
-    except ImportError:  # pragma: no cover - sizing ships with the package
-        sizing = None
-    if sizing is None or not hasattr(sizing, "load_reference"):
-        names = [s.name for s in problem.services if not s.profiles] + [j.name for j in problem.jobs if not j.profiles]
-        raise InputError(
-            "the analytic sizing model is not available in this build; give measured `profiles` "
-            f"for {', '.join(names)}",
-            file=problem.file)
-    return sizing.load_reference(problem.spec, problem.file)

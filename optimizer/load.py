@@ -347,6 +347,18 @@ def _duplicates(names: list[str]) -> list[str]:
     return dup
 
 
+def _resolve_profile_gpus(profiles: list, where: str, gpu_map: dict[str, str], err) -> list:
+    """Profiles with canonical GPU names; an unknown name is reported through ``err``."""
+    out = []
+    for k, pr in enumerate(profiles):
+        try:
+            out.append(pr.model_copy(update={"gpu": cat.resolve(
+                "GPU type", pr.gpu, gpu_map, field=f"{where}.profiles[{k}].gpu")}))
+        except InputError as e:
+            err(e)
+    return out
+
+
 def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
     """Merge catalogs into the validated spec, resolve names and check references."""
     errors: list[InputError] = []
@@ -416,14 +428,7 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
             if r not in regions:
                 err(unknown_name("region", r, regions, field=f"inference[{s.name}].regions", value=r))
         if s.profiles:
-            profs = []
-            for k, pr in enumerate(s.profiles):
-                try:
-                    profs.append(pr.model_copy(update={"gpu": cat.resolve(
-                        "GPU type", pr.gpu, gpu_map, field=f"inference[{s.name}].profiles[{k}].gpu")}))
-                except InputError as e:
-                    err(e)
-            updates["profiles"] = profs
+            updates["profiles"] = _resolve_profile_gpus(s.profiles, f"inference[{s.name}]", gpu_map, err)
         services.append(s.model_copy(update=updates))
 
     jobs = []
@@ -443,14 +448,7 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
                 field=f"training[{j.name}].deadline_month", value=j.deadline_month,
                 allowed=f"months of the periods: {sorted(months)}"))
         if j.profiles:
-            profs = []
-            for k, pr in enumerate(j.profiles):
-                try:
-                    profs.append(pr.model_copy(update={"gpu": cat.resolve(
-                        "GPU type", pr.gpu, gpu_map, field=f"training[{j.name}].profiles[{k}].gpu")}))
-                except InputError as e:
-                    err(e)
-            updates["profiles"] = profs
+            updates["profiles"] = _resolve_profile_gpus(j.profiles, f"training[{j.name}]", gpu_map, err)
         jobs.append(j.model_copy(update=updates))
 
     if errors:
