@@ -231,3 +231,13 @@ def test_several_errors_reported_at_once(tmp_path):
 
     r = _bad(tmp_path, _dump(two))
     assert "price_per_hour" in r.stderr and "periods[p1].hours" in r.stderr
+
+
+def test_scale_selector_on_solve(tmp_path):
+    # --scale 'pricing=reserved:2' doubles the reservation price: as with --set, 32,000 all on demand
+    p = write(tmp_path, BASE)
+    r = gpuopt("solve", str(p), "--format", "json", "--scale", "pricing=reserved:2")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["objective"] == pytest.approx(32_000)
+    r = gpuopt("solve", str(p), "--scale", "gpu=B200:0.5")
+    assert r.returncode == 2 and "B200" in r.stderr and "Traceback" not in r.stderr

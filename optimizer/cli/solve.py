@@ -10,6 +10,7 @@ from ..backends import BACKENDS, DEFAULT_SOLVER, Status
 from ..load import load_problem
 from ..pipeline import run
 from ..report import to_json, to_table, write_csv
+from .overlay_options import overlay_options
 from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
 
 
@@ -39,13 +40,12 @@ def solver_options(f):
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for --format csv (one CSV per table).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
-@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
-              help="Change the problem before solving, e.g. offerings[ID].price_per_hour*=0.8 (repeatable).")
-def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets) -> None:
+@overlay_options
+def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets, scales) -> None:
     """Solve PROBLEM and print the cheapest plan."""
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
-    pr = load_problem(problem, sets=sets)
+    pr = load_problem(problem, sets=sets, scales=scales)
     plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
     if fmt == "json":
         click.echo(to_json(plan))
