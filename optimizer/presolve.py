@@ -385,22 +385,30 @@ class Model:
     pre: Presolved | None
     original: Problem
 
-    #: share of a time limit the warm start's LP relaxation may use
-    START_SHARE = 0.25
+    #: shares of a time limit the warm start's LP relaxation and its per-period polish may use
+    LP_SHARE = 0.3
+    POLISH_SHARE = 0.3
 
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
 
     def start(self, time_limit: float | None = None) -> np.ndarray | None:
-        """The LP-rounded warm start, or the greedy one if that fails (None when neither is feasible)."""
+        """The LP-rounded warm start (or the greedy one if that fails), polished period by period.
+
+        None when neither heuristic finds a feasible plan. With ``time_limit``,
+        the LP gets :attr:`LP_SHARE` of it and the polish :attr:`POLISH_SHARE`
+        (less whatever the LP left unused is not carried over).
+        """
         import time as _time
 
         from .backends.warmstart import best_start
 
         t = _time.perf_counter()
         try:
-            return best_start(self.mip, self.tables, self.vars,
-                              None if time_limit is None else self.START_SHARE * time_limit)
+            if time_limit is None:
+                return best_start(self.mip, self.tables, self.vars)
+            return best_start(self.mip, self.tables, self.vars, self.LP_SHARE * time_limit,
+                              self.POLISH_SHARE * time_limit)
         finally:
             self.start_seconds = _time.perf_counter() - t
 
