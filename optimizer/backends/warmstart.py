@@ -246,6 +246,7 @@ class _Dispatch:
         self.cluster = defaultdict(float)  # largest cluster per (offering, period)
         self.used = defaultdict(float)  # inference GPUs per (offering, period)
         self.held = {}  # committed units per (offering, period): reserved block or existing + new owned
+        self.held_var, self.var_periods, self.upper = {}, defaultdict(list), None
 
     # -- capacity -------------------------------------------------------------
     def committed(self, o) -> bool:
@@ -307,8 +308,34 @@ class _Dispatch:
                 if tab is not None and len(tab):
                     v = tab["var"].to_numpy(np.int64)
                     x[v] = np.ceil(g[v] - 1e-6) if self.round_up else np.floor(g[v] + 0.5)
+        self.held_var = {}  # (offering, period) -> the variable holding its units
+        self.var_periods = defaultdict(list)  # that variable -> the (offering, period) it covers
         for o, p, v, e in zip(held["offering"], held["period"], held["var"], held["existing"]):
             self.held[(o, p)] = float(e) + float(x[v])
+            self.held_var[(o, p)] = int(v)
+            self.var_periods[int(v)].append((o, p))
+        self.upper = self.mip.arrays().col_hi if self.var_periods else None
+
+    def commit_one_more(self, rows, p) -> bool:
+        """Reserve or buy one more unit on the cheapest committed option among ``rows`` (quotas allowing)."""
+        best, best_cost = None, np.inf
+        for r in rows:
+            o = r.offering
+            if not self.committed(o) or (o, p) not in self.held_var:
+                continue
+            v = self.held_var[(o, p)]
+            if self.x[v] + 1 > self.upper[v] + 1e-9 or r.gpus > self.G[o]:
+                continue
+            # price of the unit per GPU-hour it covers, as a tie-breaker between offerings
+            cost = self.price.get(o, 0.0) if self.pricing[o] == "reserved" else 0.0
+            if cost < best_cost:
+                best, best_cost = v, cost
+        if best is None:
+            return False
+        self.x[best] += 1
+        for key in self.var_periods[best]:
+            self.held[key] += 1
+        return True
 
     def training(self) -> None:
         vt, x, g = self.vt, self.x, self.guide
@@ -493,6 +520,8 @@ class _Dispatch:
                         if best_key is None or key < best_key:
                             best, best_key = r, key
                     if best is None:
+                        if self.commit_one_more(rows, p):  # out of rented room: reserve or buy a unit
+                            continue
                         break
                     k, o = best.config, best.offering
                     spare = reps[(k, o)] - time_used[(k, o)]
