@@ -391,6 +391,8 @@ class Model:
 
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
+    #: the LP relaxation's optimum when the warm start solved it: a proven lower bound (see :meth:`restore`)
+    lp_bound: float | None = None
 
     def start(self, time_limit: float | None = None) -> np.ndarray | None:
         """The LP-rounded warm start (or the greedy one if that fails), polished period by period.
@@ -405,12 +407,19 @@ class Model:
 
         t = _time.perf_counter()
         try:
+            info: dict = {}
             if time_limit is None:
-                return best_start(self.mip, self.tables, self.vars)
-            return best_start(self.mip, self.tables, self.vars, self.LP_SHARE * time_limit,
-                              self.POLISH_SHARE * time_limit)
+                x = best_start(self.mip, self.tables, self.vars, info=info)
+            else:
+                x = best_start(self.mip, self.tables, self.vars, self.LP_SHARE * time_limit,
+                               self.POLISH_SHARE * time_limit, info=info)
+            self.lp_bound = info.get("lp_bound")
+            return x
         finally:
             self.start_seconds = _time.perf_counter() - t
+
+    def _use_lp_bound(self, result) -> None:
+        _lp_bound_into(result, self.lp_bound)
 
     def left(self, time_limit: float | None) -> float | None:
         """What is left of ``time_limit`` for the solver after the warm start (at least a second)."""
@@ -435,6 +444,7 @@ class Model:
         """
         result.build_seconds += self.start_seconds
         self.start_seconds = 0.0
+        self._use_lp_bound(result)
         if self.pre is None or not self.pre.merged or not result.status.has_plan:
             return self.problem, self.candidates, self.mip, self.tables
         from .backends.result import Status
@@ -453,6 +463,17 @@ class Model:
         result.x = x_o
         result.objective = float(a.c @ x_o + a.c0)
         return self.original, self.candidates, mip_o, tables_o
+
+
+def _lp_bound_into(result, lp_bound: float | None) -> None:
+    """Raise a weaker solver bound (e.g. a time limit before the root LP finished) to the LP optimum."""
+    if lp_bound is None or not result.status.has_plan or result.objective is None:
+        return
+    if result.bound is None or result.bound < lp_bound:
+        from .backends.result import relative_gap
+
+        result.bound = min(lp_bound, result.objective)
+        result.gap = relative_gap(result.objective, result.bound)
 
 
 def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:

@@ -72,12 +72,17 @@ def greedy_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None) -> np.ndar
 
 
 def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
-             time_limit: float | None = None) -> np.ndarray | None:
-    """A feasible point of ``mip`` rounded and repaired from its LP relaxation, or None."""
+             time_limit: float | None = None, info: dict | None = None) -> np.ndarray | None:
+    """A feasible point of ``mip`` rounded and repaired from its LP relaxation, or None.
+
+    ``info["lp_bound"]`` receives the LP optimum (a proven lower bound on the MIP) when the LP solved.
+    """
     a = arrays if arrays is not None else mip.arrays()
     guide = solve_lp(a, time_limit)
     if guide is None:
         return None
+    if info is not None:
+        info["lp_bound"] = float(a.c @ guide + a.c0)
     best = None
     # commitments rounded up or to the nearest unit; training placed before the rest of inference, or
     # (only if neither worked) after it
@@ -91,7 +96,7 @@ def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
 
 
 def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None,
-               polish_limit: float | None = None) -> np.ndarray | None:
+               polish_limit: float | None = None, info: dict | None = None) -> np.ndarray | None:
     """:func:`lp_start` (its LP within ``time_limit``), or :func:`greedy_start` if that fails; then :func:`polish`.
 
     The LP-rounded plan is far better than the greedy one on every generated
@@ -101,7 +106,7 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None,
     a = mip.arrays()
     if not a.integer.any():
         return None  # an LP: the solver needs no start
-    x = lp_start(mip, T, vt, a, time_limit)
+    x = lp_start(mip, T, vt, a, time_limit, info)
     if x is None:
         x = greedy_start(mip, T, vt, a)
     if x is None:
