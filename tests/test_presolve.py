@@ -29,7 +29,7 @@ def _solve(pr, enabled: bool, solver: str = "highs"):
     return model, plan
 
 
-@pytest.mark.parametrize("seed", [0, 3, 5])
+@pytest.mark.parametrize("seed", [0, 3])
 def test_generated_objective_same_with_and_without_presolve(seed):
     pr = problem(scale=0.05, seed=seed, weeks=2, regions=1)
     model, with_pre = _solve(pr, True)
