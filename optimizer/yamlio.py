@@ -59,8 +59,8 @@ def parse_yaml(text: str, file: str) -> object:
         raise InputError(f"invalid YAML: {exc}", file=file) from None
 
 
-def read_yaml(path: str | Path) -> object:
-    """Read and parse a YAML file safely; a missing or unreadable file is an InputError."""
+def read_text(path: str | Path, *, max_bytes: int = MAX_BYTES, encoding: str = "utf-8") -> str:
+    """A user's text file; missing, a directory, too large, not UTF-8 or unreadable is an InputError."""
     path = Path(path)
     file = str(path)
     if not path.exists():
@@ -68,12 +68,16 @@ def read_yaml(path: str | Path) -> object:
     if path.is_dir():
         raise InputError("is a directory, not a file", file=file)
     size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise InputError(f"file is {size} bytes; the limit is {MAX_BYTES}", file=file)
+    if size > max_bytes:
+        raise InputError(f"file is {size} bytes; the limit is {max_bytes}", file=file)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=file) from None
-    return parse_yaml(text, file)
+
+
+def read_yaml(path: str | Path) -> object:
+    """Read and parse a YAML file safely; a missing or unreadable file is an InputError."""
+    return parse_yaml(read_text(path), str(path))

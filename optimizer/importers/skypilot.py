@@ -44,6 +44,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..yamlio import read_text
+
 from ..errors import InputError
 from ..schema import Offering, is_power_of_two
 from .derive import DEFAULT_INTERRUPTION_BAND, interruptions_per_hour, sig
@@ -265,16 +267,7 @@ def read_rows(path: str | Path) -> tuple[list[str], list[dict[str, str]], int]:
     """Header, rows as dicts (by column name) and the count of rows with extra fields."""
     path = Path(path)
     file = str(path)
-    if not path.exists():
-        raise InputError("file not found", file=file)
-    if path.is_dir():
-        raise InputError("is a directory, not a file", file=file)
-    if path.stat().st_size > MAX_BYTES:
-        raise InputError(f"file is larger than {MAX_BYTES} bytes", file=file)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+    text = read_text(path, max_bytes=MAX_BYTES, encoding="utf-8-sig")  # BOM-tolerant
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
