@@ -24,6 +24,8 @@ from .schema import (
     TrainingJob,
 )
 from .importers import load_offering_file
+from .sizing.architecture import load_models, model_alias_map
+from .sizing.hardware import gpu_alias_map, load_gpus
 from .yamlio import read_yaml
 
 HOURS_PER_MONTH = 730.0
@@ -314,28 +316,20 @@ def _catalog_offerings(spec: ProblemFile, base: Path, file: str) -> tuple[list[O
 # names
 
 
-def _gpu_aliases(spec: ProblemFile) -> dict[str, str]:
-    t = cat.gpu_table()
-    mapping = cat.alias_map(list(t["name"]), list(t.get("aliases", [None] * len(t))))
-    for g in spec.gpus:
-        if isinstance(g, dict) and isinstance(g.get("name"), str):
-            mapping[g["name"].lower()] = g["name"]
-            for a in g.get("aliases") or []:
-                mapping[str(a).lower()] = g["name"]
-    return mapping
-
-
-def _model_aliases(spec: ProblemFile) -> dict[str, str]:
-    entries = cat.model_entries() + [m for m in spec.models if isinstance(m, dict)]
-    mapping: dict[str, str] = {}
-    for m in entries:
-        name = m.get("name")
-        if not isinstance(name, str):
-            continue
-        mapping[name.lower()] = name
-        for a in m.get("aliases") or []:
-            mapping[str(a).lower()] = name
-    return mapping
+def _name_maps(spec: ProblemFile, file: str, err) -> tuple[dict | None, dict | None]:
+    """GPU and model name maps (lower-cased name or alias -> canonical name): the sizing
+    catalogs with the file's inline ``gpus:``/``models:`` applied. A bad inline entry is
+    reported through ``err`` and leaves its map ``None``."""
+    gpu_map = model_map = None
+    try:
+        gpu_map = gpu_alias_map(load_gpus(spec.gpus, file=file))
+    except InputError as e:
+        err(e)
+    try:
+        model_map = model_alias_map(load_models(spec.models, file=file))
+    except InputError as e:
+        err(e)
+    return gpu_map, model_map
 
 
 def _duplicates(names: list[str]) -> list[str]:
@@ -380,8 +374,9 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
     if not spec.inference and not spec.training:
         raise InputError("the problem has no workloads; add `inference:` services or `training:` jobs", file=file)
 
-    gpu_map = _gpu_aliases(spec)
-    model_map = _model_aliases(spec)
+    gpu_map, model_map = _name_maps(spec, file, err)
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
 
     # catalogs first, then the file's own offerings; a later id replaces an earlier one
     cat_offerings, origins = _catalog_offerings(spec, base, file)

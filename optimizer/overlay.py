@@ -294,17 +294,12 @@ def _number(text: str, file, field, spec) -> float:
     return v
 
 
-def _gpu_map(raw: dict) -> dict[str, str]:
-    from . import catalog as cat
+def _gpu_map(raw: dict, file: str) -> dict[str, str]:
+    """GPU names and aliases as load resolves them: the catalog with the file's inline ``gpus:``."""
+    from .sizing.hardware import gpu_alias_map, load_gpus
 
-    t = cat.gpu_table()
-    mapping = cat.alias_map(list(t["name"]), list(t["aliases"]) if "aliases" in t else [None] * len(t))
-    for g in raw.get("gpus") or []:
-        if isinstance(g, dict) and isinstance(g.get("name"), str):
-            mapping[g["name"].lower()] = g["name"]
-            for a in g.get("aliases") or []:
-                mapping[str(a).lower()] = g["name"]
-    return mapping
+    inline = raw.get("gpus")
+    return gpu_alias_map(load_gpus(inline if isinstance(inline, list) else None, file=file))
 
 
 def _matches(value: object, patterns: list[str]) -> bool:
@@ -318,7 +313,7 @@ def _offering_filters(sel: Selector, raw: dict, file, field, spec) -> dict[str, 
     """Resolve GPU names (aliases) and pricing kinds in the filters; unknown names are errors."""
     out = dict(sel.filters)
     if "gpu" in out:
-        gmap = _gpu_map(raw)
+        gmap = _gpu_map(raw, file)
         names = []
         for p in out["gpu"]:
             if _GLOB.search(p):
@@ -359,7 +354,7 @@ def _no_match(what: str, sel: Selector, pool: list[dict], keys: tuple, file, fie
 
 def _scale_offerings(raw: dict, sel: Selector, factor: float, file: str, field: str, spec: str) -> int:
     filters = _offering_filters(sel, raw, file, field, spec)
-    gmap = _gpu_map(raw)
+    gmap = _gpu_map(raw, file)
     own = raw.get("offerings")
     if own is not None and not isinstance(own, list):
         raise InputError("`offerings` must be a list", file=file, field="offerings")
