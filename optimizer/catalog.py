@@ -17,6 +17,7 @@ Layout of ``catalogs/``::
 from __future__ import annotations
 
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -83,15 +84,31 @@ def offering_catalog_files(name: str) -> list[Path]:
     raise KeyError(name)
 
 
-def alias_map(names: list[str], aliases: list[str | None]) -> dict[str, str]:
-    """Lower-cased name or alias -> canonical name. Aliases are ``;``-separated."""
+def split_aliases(value):
+    """A GPU's or model's aliases as a tuple of names.
+
+    ``aliases`` may be a list (YAML) or one ``;``-separated string (the
+    ``gpus.csv`` style, also accepted inline); a blank cell (``None``, NaN)
+    is no alias. Names are stripped and blanks dropped. Any other value is
+    returned unchanged for the caller's validation to reject.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ()
+    if isinstance(value, str):
+        value = value.split(";")
+    elif not isinstance(value, (list, tuple)):
+        return value
+    names = (a.strip() if isinstance(a, str) else a for a in value)
+    return tuple(a for a in names if a != "")
+
+
+def alias_map(names: list[str], aliases: list) -> dict[str, str]:
+    """Lower-cased name or alias -> canonical name; each ``aliases`` item as :func:`split_aliases` takes it."""
     out: dict[str, str] = {}
     for name, al in zip(names, aliases):
         out[name.lower()] = name
-        if isinstance(al, str):
-            for a in al.split(";"):
-                if a.strip():
-                    out[a.strip().lower()] = name
+        for a in split_aliases(al):
+            out[a.lower()] = name
     return out
 
 

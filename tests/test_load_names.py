@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import write_problem
+from optimizer.catalog import split_aliases
 from optimizer.errors import InputError
 from optimizer.load import load_problem
 from optimizer.overlay import apply_sets
@@ -81,3 +82,9 @@ def test_scale_selectors_know_inline_aliases(gpu_aliases):
     with pytest.raises(InputError) as e:
         apply_sets(problem(gpu_aliases, "Tiny-1B"), [], "p.yaml", scales=["gpu=g:2"])
     assert "unknown GPU type 'g'" in e.value.render()
+
+
+def test_split_aliases_is_the_one_reading_of_both_forms():
+    assert split_aliases("H100; H100-80GB;;") == split_aliases(["H100", " H100-80GB", ""]) == ("H100", "H100-80GB")
+    assert split_aliases(None) == split_aliases(float("nan")) == split_aliases([]) == ()
+    assert split_aliases(5) == 5  # left for the model's validation to reject

@@ -126,10 +126,7 @@ def _gpu_map() -> dict[str, str]:
 
 def _model_map() -> dict[str, str]:
     models = _catalog.model_entries()
-    names = [m["name"] for m in models]
-    aliases = [";".join(m.get("aliases") or []) if isinstance(m.get("aliases"), list) else m.get("aliases")
-               for m in models]
-    return _catalog.alias_map(names, aliases)
+    return _catalog.alias_map([m["name"] for m in models], [m.get("aliases") for m in models])
 
 
 def _gpu_rows() -> list[dict]:
@@ -137,8 +134,7 @@ def _gpu_rows() -> list[dict]:
     rows = []
     for rec in table.to_dict(orient="records"):
         rec = {k: _clean(v) for k, v in rec.items()}
-        al = rec.get("aliases")
-        rec["aliases"] = [a.strip() for a in al.split(";") if a.strip()] if isinstance(al, str) else []
+        rec["aliases"] = list(_catalog.split_aliases(rec.get("aliases")))
         rows.append(rec)
     return rows
 

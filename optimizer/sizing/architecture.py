@@ -32,11 +32,11 @@ import functools
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import catalog as cat
 from ..errors import InputError
-from .hardware import _pydantic_error
+from .hardware import Aliases, _pydantic_error
 
 PosInt = Annotated[int, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -48,7 +48,7 @@ class ModelArch(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: str
-    aliases: tuple[str, ...] = ()
+    aliases: Aliases = ()
     layers: PosInt
     hidden_size: PosInt
     heads: PosInt
@@ -75,17 +75,6 @@ class ModelArch(BaseModel):
     max_context: PosInt | None = None
     source: str = ""
     date: str | _dt.date | None = None
-
-    @field_validator("aliases", mode="before")
-    @classmethod
-    def _split(cls, v):
-        if v is None:
-            return ()
-        if isinstance(v, str):
-            return tuple(a.strip() for a in v.split(";") if a.strip())
-        if isinstance(v, list):
-            return tuple(v)
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelArch":
@@ -255,7 +244,7 @@ def load_models(inline: list[dict] | None = None, *, file: str | None = None) ->
 
 
 def model_alias_map(models: dict[str, ModelArch]) -> dict[str, str]:
-    return cat.alias_map(list(models), [";".join(m.aliases) for m in models.values()])
+    return cat.alias_map(list(models), [m.aliases for m in models.values()])
 
 
 def resolve_model(name: str, models: dict[str, ModelArch], **where) -> ModelArch:

@@ -13,12 +13,14 @@ import math
 from typing import Annotated, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from .. import catalog as cat
 from ..errors import InputError
 
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: A list of names or one ``;``-separated string (gpus.csv cells), for GPUs and models alike.
+Aliases = Annotated[tuple[str, ...], BeforeValidator(cat.split_aliases)]
 
 #: Columns of the per-precision dense peaks, in the catalog.
 PEAK_COLUMNS = {
@@ -64,7 +66,7 @@ class GpuSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: str
-    aliases: tuple[str, ...] = ()
+    aliases: Aliases = ()
     vendor: str = "unknown"
     generation: str
     vram_gb: PosF
@@ -79,18 +81,6 @@ class GpuSpec(BaseModel):
     interconnect_gbs: PosF
     source: str = ""
     date: str | _dt.date | None = None
-
-    @field_validator("aliases", mode="before")
-    @classmethod
-    def _split(cls, v):
-        # Catalog CSV cells hold "a;b;c"; inline YAML may give a list.
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return ()
-        if isinstance(v, str):
-            return tuple(a.strip() for a in v.split(";") if a.strip())
-        if isinstance(v, list):
-            return tuple(v)
-        return v
 
     @field_validator("generation")
     @classmethod
@@ -183,7 +173,7 @@ def load_gpus(inline: list[dict] | None = None, *, file: str | None = None) -> d
 
 def gpu_alias_map(gpus: dict[str, GpuSpec]) -> dict[str, str]:
     """Lower-cased name/alias -> canonical name, for :func:`optimizer.catalog.resolve`."""
-    return cat.alias_map(list(gpus), [";".join(g.aliases) for g in gpus.values()])
+    return cat.alias_map(list(gpus), [g.aliases for g in gpus.values()])
 
 
 def resolve_gpu(name: str, gpus: dict[str, GpuSpec], **where) -> GpuSpec:
