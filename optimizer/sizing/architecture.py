@@ -35,8 +35,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import catalog as cat
-from ..errors import InputError
-from .hardware import Aliases, _pydantic_error
+from .hardware import Aliases, _merge_inline, _pydantic_error
 
 PosInt = Annotated[int, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -228,19 +227,7 @@ def load_models(inline: list[dict] | None = None, *, file: str | None = None) ->
     Returns ``{canonical name: ModelArch}``; an inline entry whose name or
     alias matches a catalog model replaces it.
     """
-    out: dict[str, ModelArch] = {}
-    for i, entry in enumerate(cat.model_entries()):
-        m = model_arch(entry, file="catalogs/models.yaml", field=f"models[{entry.get('name', i)}]")
-        out[m.name] = m
-    for i, entry in enumerate(inline or []):
-        if not isinstance(entry, dict):
-            raise InputError("a models entry must be a mapping", file=file, field=f"models[{i}]", value=entry)
-        m = model_arch(entry, file=file, field=f"models[{i}]")
-        old = model_alias_map(out).get(m.name.lower())
-        if old is not None and old != m.name:
-            out.pop(old)
-        out[m.name] = m
-    return out
+    return _merge_inline("models", model_arch, cat.model_entries(), "catalogs/models.yaml", inline, file)
 
 
 def model_alias_map(models: dict[str, ModelArch]) -> dict[str, str]:

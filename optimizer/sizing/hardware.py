@@ -154,20 +154,30 @@ def load_gpus(inline: list[dict] | None = None, *, file: str | None = None) -> d
     Returns ``{canonical name: GpuSpec}``. An inline entry whose name (or
     alias) matches a catalog type replaces it; errors name ``gpus[i].field``.
     """
-    table = cat.gpu_table()
-    out: dict[str, GpuSpec] = {}
-    for i, rec in enumerate(table.to_dict("records")):
-        spec = gpu_spec(rec, file="catalogs/gpus.csv", field=f"gpus[{rec.get('name', i)}]")
-        out[spec.name] = spec
-    for i, entry in enumerate(inline or []):
-        if not isinstance(entry, dict):
-            raise InputError("a gpus entry must be a mapping", file=file, field=f"gpus[{i}]", value=entry)
-        spec = gpu_spec(entry, file=file, field=f"gpus[{i}]")
-        mapping = gpu_alias_map(out)
-        old = mapping.get(spec.name.lower())
-        if old is not None and old != spec.name:
+    return _merge_inline("gpus", gpu_spec, cat.gpu_table().to_dict("records"), "catalogs/gpus.csv", inline, file)
+
+
+def _merge_inline(section: str, parse, catalog: list[dict], catalog_file: str, inline: list | None,
+                  file: str | None) -> dict:
+    """``{name: parse(entry)}`` of the catalog's entries, then the problem's inline ones.
+
+    An inline entry whose name is the name or an alias of an earlier entry
+    replaces it. Errors name ``section[name]`` in ``catalog_file`` or
+    ``section[i]`` in ``file``. Shared by :func:`load_gpus` and
+    :func:`~optimizer.sizing.architecture.load_models`.
+    """
+    out: dict = {}
+    for i, rec in enumerate(catalog):
+        entry = parse(rec, file=catalog_file, field=f"{section}[{rec.get('name', i)}]")
+        out[entry.name] = entry
+    for i, rec in enumerate(inline or []):
+        if not isinstance(rec, dict):
+            raise InputError(f"a {section} entry must be a mapping", file=file, field=f"{section}[{i}]", value=rec)
+        entry = parse(rec, file=file, field=f"{section}[{i}]")
+        old = cat.alias_map(list(out), [e.aliases for e in out.values()]).get(entry.name.lower())
+        if old is not None and old != entry.name:
             out.pop(old)
-        out[spec.name] = spec
+        out[entry.name] = entry
     return out
 
 
