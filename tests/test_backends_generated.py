@@ -61,6 +61,31 @@ def test_warm_starts_are_feasible_and_kept_no_worse(tiny):
     assert res.start_objective == pytest.approx(float(a.c @ x0 + a.c0))
 
 
+def test_highs_reads_the_start_as_its_first_incumbent(tiny):
+    pr = tiny[1]
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    x0 = greedy_start(model.mip, model.tables, model.vars, a)
+    res = solve(model.mip, solver="highs", start=x0)
+    assert res.start == "incumbent"
+    assert "MIP start solution is feasible" in res.log  # HiGHS's own word that it read and accepted it
+    assert res.status == Status.OPTIMAL and res.objective <= float(a.c @ x0 + a.c0) + 1e-6
+
+
+def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny):
+    from optimizer.backends.warmstart import polish, solve_lp
+
+    for pr in tiny:
+        model = presolve.build(pr, build_candidates(pr))
+        a = model.mip.arrays()
+        x0 = greedy_start(model.mip, model.tables, model.vars, a)
+        x = polish(model.mip, x0, None, a, guide=solve_lp(a))
+        assert check_start(a, x) == []
+        assert float(a.c @ x) <= float(a.c @ x0) + 1e-6
+        opt = solve(model.mip, solver="highs", gap=1e-9).objective
+        assert float(a.c @ x + a.c0) >= opt - 1e-6 * abs(opt)
+
+
 @pytest.mark.parametrize("solver", ["highs", "cbc", "scip"])
 def test_time_limit_gives_a_plan_with_its_bound_or_an_error(solver):
     pr = problem(scale=0.25, seed=3, weeks=4)

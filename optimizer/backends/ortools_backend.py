@@ -13,8 +13,10 @@ What each solver reports, and what we do about it (OR-Tools 9.15):
   objective offset included. OR-Tools ignores the common relative-gap
   parameter for HiGHS, so the gap goes in as ``mip_rel_gap``. The adapter's
   solution-hint code writes past an empty vector (a segmentation fault), so
-  HiGHS gets no warm start here; :func:`optimizer.backends.solve` keeps the
-  greedy plan instead when HiGHS finds nothing better.
+  the warm start goes in through HiGHS's own reader instead: a solution file
+  in HiGHS's raw format (every column and row activity) named by the
+  ``read_solution_file`` option. HiGHS checks it ("MIP start solution is
+  feasible") and starts its search with it as the incumbent.
 - **SCIP**: bound from the response (SCIP's dual bound); gap as ``limits/gap``;
   the hint becomes a SCIP partial solution.
 - **CP-SAT**: only for pure-integer models (no routing or training-hour
@@ -124,11 +126,15 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
             "routing or training hours); use highs, scip or cbc"))
     model = build_model(a)
     used_start = ""
+    start_path = None
     if start is not None and backend in ("scip", "cp-sat"):
         h = model.helper
         for i, v in enumerate(start.tolist()):
             h.add_hint(i, float(v))
         used_start = "hint"
+    elif start is not None and backend == "highs":
+        start_path = write_highs_start(a, start)
+        used_start = "incumbent"
     elif start is not None:
         used_start = "unused"
     solver = mb.Solver(_NAMES[backend])
@@ -145,6 +151,8 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
         fd, sol_path = tempfile.mkstemp(prefix="gpuopt-highs-", suffix=".sol")
         os.close(fd)
         params += f"\nsolution_file={sol_path}\nwrite_solution_to_file=true"
+        if start_path:
+            params += f"\nread_solution_file={start_path}"
     solver.set_solver_specific_parameters(params)
     build = time.perf_counter() - t0
 
@@ -154,8 +162,9 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
             status = solver.solve(model)
         highs = read_highs_solution(sol_path, a.n_vars) if sol_path else None
     finally:
-        if sol_path and os.path.exists(sol_path):
-            os.unlink(sol_path)
+        for path in (sol_path, start_path):
+            if path and os.path.exists(path):
+                os.unlink(path)
     elapsed = time.perf_counter() - t1
     log = out["log"]
     S = mb.SolveStatus
@@ -187,6 +196,25 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
     st = Status.OPTIMAL if proven else Status.FEASIBLE
     return SolveResult(st, backend, objective=objective, bound=bound, gap=g, x=x,
                        message="optimal" if proven else "time limit (best plan so far, with its bound)", **common)
+
+
+def write_highs_start(a: Arrays, x: np.ndarray) -> str:
+    """Write ``x`` as a HiGHS raw solution file (columns ``c<i>``, rows ``r<i>`` with their activity); its path.
+
+    HiGHS reads a start only with every row's activity, and names unnamed
+    columns and rows ``c0…`` and ``r0…``, as the model from
+    :func:`build_model` is.
+    """
+    act = np.zeros(a.n_rows)
+    np.add.at(act, a.rows, a.vals * x[a.cols])
+    fd, path = tempfile.mkstemp(prefix="gpuopt-highs-start-", suffix=".sol")
+    with os.fdopen(fd, "w") as fh:
+        fh.write("Model status\nUnknown\n\n# Primal solution values\nFeasible\n")
+        fh.write(f"Objective {float(a.c @ x + a.c0)!r}\n# Columns {a.n_vars}\n")
+        fh.writelines(f"c{i} {v!r}\n" for i, v in enumerate(x.tolist()))
+        fh.write(f"# Rows {a.n_rows}\n")
+        fh.writelines(f"r{i} {v!r}\n" for i, v in enumerate(act.tolist()))
+    return path
 
 
 def read_highs_solution(path: str, n: int) -> dict | None:

@@ -47,6 +47,7 @@ class SolveResult:
         Objective of the warm start (greedy plan) when one was computed.
     start
         How the warm start was used: ``hint`` (handed to the solver),
+        ``incumbent`` (HiGHS read it as its first incumbent),
         ``kept`` (the solver found nothing better, so the plan *is* the start),
         ``unused`` (the back end takes none), or empty.
     """

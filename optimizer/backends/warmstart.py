@@ -27,6 +27,7 @@ layout.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import defaultdict
@@ -83,6 +84,7 @@ def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
         return None
     if info is not None:
         info["lp_bound"] = float(a.c @ guide + a.c0)
+        info["guide"] = guide
     best = None
     # commitments rounded up or to the nearest unit; training placed before the rest of inference, or
     # (only if neither worked) after it
@@ -106,6 +108,7 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None,
     a = mip.arrays()
     if not a.integer.any():
         return None  # an LP: the solver needs no start
+    info = {} if info is None else info
     x = lp_start(mip, T, vt, a, time_limit, info)
     if x is None:
         x = greedy_start(mip, T, vt, a)
@@ -113,7 +116,7 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None,
         return None
     if polish_limit is None:
         polish_limit = 2.0 * len(T.periods)
-    return polish(mip, x, polish_limit, a) if polish_limit > 0 else x
+    return polish(mip, x, polish_limit, a, guide=info.get("guide")) if polish_limit > 0 else x
 
 
 #: blocks a polish keeps fixed: commitments and training (what links the periods)
@@ -121,15 +124,19 @@ FIXED_IN_POLISH = ("units-reserved", "units-owned-new", "training-select", "trai
 
 
 def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Arrays | None = None,
-           gap: float = 0.005) -> np.ndarray:
+           gap: float = 0.005, guide: np.ndarray | None = None) -> np.ndarray:
     """Fix-and-optimize: with commitments and training fixed at ``x0``, re-solve each period alone.
 
     What is left (replicas, routing, units running) has one period per
     column, and every row then touches one period, so the model splits into
     one small MIP per period; each is solved by HiGHS (``gap``, an equal
-    share of ``time_limit``) and kept where it is cheaper. Returns the
-    improved point (``x0`` itself if nothing improved or the model does not
-    split).
+    share of ``time_limit``, the period's current plan as its first
+    incumbent) and kept where it is cheaper. With ``guide`` (the LP
+    relaxation's values), a period is first solved in the neighbourhood of
+    the LP and the current plan (integer columns zero in both stay zero, as
+    in RINS), which is a far smaller MIP, and then whole with what is left
+    of its share. Returns the improved point (``x0`` itself if nothing
+    improved or the model does not split).
     """
     from .ortools_backend import solve_ortools
 
@@ -184,9 +191,21 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
                      vals=a.vals[inside], row_lo=a.row_lo[rows] - const[rows], row_hi=a.row_hi[rows] - const[rows],
                      col_lo=a.col_lo[cols], col_hi=a.col_hi[cols], integer=a.integer[cols], c=a.c[cols], c0=0.0,
                      var_names=[], row_names=[])
-        res = solve_ortools(None, backend="highs", time_limit=left, gap=gap, arrays=sub)
-        if res.x is not None and res.objective is not None and res.objective < float(a.c[cols] @ x[cols]) - 1e-6:
-            x[cols] = res.x
+        # the period's current plan goes in as HiGHS's first incumbent: without it a short limit often ends
+        # before HiGHS finds any plan of its own
+        t_period = time.perf_counter()
+        if guide is not None:
+            near = sub.col_hi.copy()
+            near[sub.integer & (guide[cols] < 1e-6) & (x[cols] < 0.5)] = 0.0
+            res = solve_ortools(None, backend="highs", time_limit=None if left is None else 0.5 * left, gap=gap,
+                                arrays=dataclasses.replace(sub, col_hi=near), start=x[cols])
+            if res.x is not None and res.objective is not None and res.objective < float(a.c[cols] @ x[cols]) - 1e-6:
+                x[cols] = res.x
+        rest = None if left is None else left - (time.perf_counter() - t_period)
+        if rest is None or rest > 0.2:
+            res = solve_ortools(None, backend="highs", time_limit=rest, gap=gap, arrays=sub, start=x[cols])
+            if res.x is not None and res.objective is not None and res.objective < float(a.c[cols] @ x[cols]) - 1e-6:
+                x[cols] = res.x
     return x if not check_start(a, x) else x0
 
 
