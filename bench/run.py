@@ -63,8 +63,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     if model.pre is not None:
         row["presolve"] = model.pre.summary()
         row["presolve"].pop("merge_groups", None)
-    res = solve(model.mip, solver=solver, time_limit=model.left(time_limit) if start_on else time_limit, gap=gap,
-                threads=threads, start=start)
+    res = (model.solve_from(start, solver, time_limit, gap, threads) if start_on else
+           solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads))
     t4 = time.perf_counter()
     handover_s = res.build_seconds  # before restore() adds the start's seconds
     plan = extract(*model.restore(res), res)

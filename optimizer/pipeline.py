@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from .backends import DEFAULT_SOLVER, SolveResult, Status, solve
+from .backends import DEFAULT_SOLVER, SolveResult, Status
 from .candidates import Candidates, build_candidates
 from .diagnose import diagnose, precheck
 from .errors import InputError
@@ -61,7 +61,7 @@ def run(
     else:
         try:
             x0 = model.start(time_limit)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
-            result = solve(mip, solver=solver, time_limit=model.left(time_limit), gap=gap, threads=threads, start=x0)
+            result = model.solve_from(x0, solver, time_limit, gap, threads)
         except InputError:
             raise
         except Exception as exc:  # a crashing back end is a failed solve (exit 3), never a traceback

@@ -105,6 +105,21 @@ def test_time_limit_gives_a_plan_with_its_bound_or_an_error(solver):
                 assert r.bound >= plan.mip.objective_constant - 1e-6
 
 
+def test_too_little_time_for_the_solver_gives_the_polished_start_with_the_lp_bound(monkeypatch):
+    pr = problem(scale=0.25, seed=3, weeks=4)
+    monkeypatch.setattr(presolve.Model, "ROOT_FACTOR", 1e9)  # whatever the LP took, the solver is skipped
+    called = []
+    monkeypatch.setitem(BACKENDS, "highs", lambda mip, **kw: called.append(1))
+    plan = run(pr, solver="highs", time_limit=20, gap=1e-9)
+    r = plan.result
+    assert called == [] and r.start == "kept" and "too little time" in r.message
+    assert r.status == Status.FEASIBLE and audit(plan) == []
+    assert r.bound is not None and r.bound <= r.objective and r.gap == pytest.approx((r.objective - r.bound) / r.objective)
+    monkeypatch.setattr(presolve.Model, "ROOT_FACTOR", 0.0)  # never skipped: the solver runs
+    run(pr, solver="highs", time_limit=20, gap=1e-9)  # the stub returns no result: a failed solve, exit 3
+    assert called == [1]
+
+
 def test_cli_time_limit_exit_code(tmp_path):
     import subprocess
 

@@ -79,7 +79,10 @@ def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
     ``info["lp_bound"]`` receives the LP optimum (a proven lower bound on the MIP) when the LP solved.
     """
     a = arrays if arrays is not None else mip.arrays()
+    t = time.perf_counter()
     guide = solve_lp(a, time_limit)
+    if info is not None:
+        info["lp_seconds"] = time.perf_counter() - t
     if guide is None:
         return None
     if info is not None:
@@ -138,8 +141,6 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     of its share. Returns the improved point (``x0`` itself if nothing
     improved or the model does not split).
     """
-    from .ortools_backend import solve_ortools
-
     a = arrays if arrays is not None else mip.arrays()
     fixed = np.zeros(a.n_vars, bool)
     per = np.full(a.n_vars, -1, dtype=np.int64)
@@ -166,47 +167,67 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     t_end = None if time_limit is None else time.perf_counter() + time_limit
     order = np.argsort(per, kind="stable")
     col_cuts = np.searchsorted(per[order], np.arange(len(labels) + 1))
+    periods = []  # (columns, the period's own MIP): built once, solved in every pass
     for k in range(len(labels)):
         cols = order[col_cuts[k]:col_cuts[k + 1]]
         cols = cols[free[cols]]
-        if not len(cols):
-            continue
-        left = None
-        if t_end is not None:
-            left = (t_end - time.perf_counter()) / (len(labels) - k)
-            if left < 0.05:
-                break
-        rows = np.flatnonzero(rp == k)
-        in_rows = np.isin(a.rows, rows)
-        colmask = np.zeros(a.n_vars, bool)
-        colmask[cols] = True
-        inside = in_rows & colmask[a.cols]
-        outside = in_rows & ~colmask[a.cols]
-        const = np.bincount(a.rows[outside], weights=a.vals[outside] * x[a.cols[outside]], minlength=a.n_rows)
-        rmap = np.full(a.n_rows, -1, dtype=np.int64)
-        rmap[rows] = np.arange(len(rows))
-        cmap = np.full(a.n_vars, -1, dtype=np.int64)
-        cmap[cols] = np.arange(len(cols))
-        sub = Arrays(n_vars=len(cols), n_rows=len(rows), rows=rmap[a.rows[inside]], cols=cmap[a.cols[inside]],
-                     vals=a.vals[inside], row_lo=a.row_lo[rows] - const[rows], row_hi=a.row_hi[rows] - const[rows],
-                     col_lo=a.col_lo[cols], col_hi=a.col_hi[cols], integer=a.integer[cols], c=a.c[cols], c0=0.0,
-                     var_names=[], row_names=[])
-        # the period's current plan goes in as HiGHS's first incumbent: without it a short limit often ends
-        # before HiGHS finds any plan of its own
-        t_period = time.perf_counter()
-        if guide is not None:
-            near = sub.col_hi.copy()
-            near[sub.integer & (guide[cols] < 1e-6) & (x[cols] < 0.5)] = 0.0
-            res = solve_ortools(None, backend="highs", time_limit=None if left is None else 0.5 * left, gap=gap,
-                                arrays=dataclasses.replace(sub, col_hi=near), start=x[cols])
-            if res.x is not None and res.objective is not None and res.objective < float(a.c[cols] @ x[cols]) - 1e-6:
-                x[cols] = res.x
-        rest = None if left is None else left - (time.perf_counter() - t_period)
-        if rest is None or rest > 0.2:
-            res = solve_ortools(None, backend="highs", time_limit=rest, gap=gap, arrays=sub, start=x[cols])
-            if res.x is not None and res.objective is not None and res.objective < float(a.c[cols] @ x[cols]) - 1e-6:
-                x[cols] = res.x
+        if len(cols):
+            periods.append((cols, _period_mip(a, x, cols, np.flatnonzero(rp == k))))
+    # passes while time is left and the last one paid (a pass resumes the neighbourhood searches that hit
+    # their share of the limit); without a limit, one pass
+    while True:
+        before = float(a.c @ x)
+        for i, (cols, sub) in enumerate(periods):
+            left = None
+            if t_end is not None:
+                left = (t_end - time.perf_counter()) / (len(periods) - i)
+                if left < 0.05:
+                    break
+            _improve_period(x, cols, sub, left, gap, guide)
+        if t_end is None or t_end - time.perf_counter() < 0.05 * len(periods) or \
+                float(a.c @ x) > before - 1e-4 * abs(before):
+            break
     return x if not check_start(a, x) else x0
+
+
+def _period_mip(a: Arrays, x: np.ndarray, cols: np.ndarray, rows: np.ndarray) -> Arrays:
+    """The MIP of one period: its free columns ``cols`` and its ``rows``, the fixed columns moved to the bounds."""
+    in_rows = np.isin(a.rows, rows)
+    colmask = np.zeros(a.n_vars, bool)
+    colmask[cols] = True
+    inside = in_rows & colmask[a.cols]
+    outside = in_rows & ~colmask[a.cols]
+    const = np.bincount(a.rows[outside], weights=a.vals[outside] * x[a.cols[outside]], minlength=a.n_rows)
+    rmap = np.full(a.n_rows, -1, dtype=np.int64)
+    rmap[rows] = np.arange(len(rows))
+    cmap = np.full(a.n_vars, -1, dtype=np.int64)
+    cmap[cols] = np.arange(len(cols))
+    return Arrays(n_vars=len(cols), n_rows=len(rows), rows=rmap[a.rows[inside]], cols=cmap[a.cols[inside]],
+                  vals=a.vals[inside], row_lo=a.row_lo[rows] - const[rows], row_hi=a.row_hi[rows] - const[rows],
+                  col_lo=a.col_lo[cols], col_hi=a.col_hi[cols], integer=a.integer[cols], c=a.c[cols], c0=0.0,
+                  var_names=[], row_names=[])
+
+
+def _improve_period(x: np.ndarray, cols: np.ndarray, sub: Arrays, left: float | None, gap: float,
+                    guide: np.ndarray | None) -> None:
+    """Re-solve one period (``sub``) from its current plan ``x[cols]``; keep what is cheaper, in place."""
+    from .ortools_backend import solve_ortools
+
+    def attempt(arrays: Arrays, limit: float | None) -> None:
+        # the period's current plan goes in as HiGHS's first incumbent: without it a short limit often
+        # ends before HiGHS finds any plan of its own
+        res = solve_ortools(None, backend="highs", time_limit=limit, gap=gap, arrays=arrays, start=x[cols])
+        if res.x is not None and res.objective is not None and res.objective < float(sub.c @ x[cols]) - 1e-6:
+            x[cols] = res.x
+
+    t0 = time.perf_counter()
+    if guide is not None:
+        near = sub.col_hi.copy()
+        near[sub.integer & (guide[cols] < 1e-6) & (x[cols] < 0.5)] = 0.0
+        attempt(dataclasses.replace(sub, col_hi=near), None if left is None else 0.5 * left)
+    rest = None if left is None else left - (time.perf_counter() - t0)
+    if rest is None or rest > 0.2:
+        attempt(sub, rest)
 
 
 def _checked(a: Arrays, build) -> np.ndarray | None:
