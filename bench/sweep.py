@@ -6,8 +6,9 @@ points (objective, status, mix), and prints the wall-clock times, the
 speed-up and the machine's load average (other processes on the machine
 slow the parallel run more than the serial one).
 
-    python bench/sweep.py                      # q3-profiled inference, 100 points, cbc, 1 vs 2 workers
-    python bench/sweep.py --set '' --points 4  # the whole q3 (training too): ~7-20 s per solve
+    python bench/sweep.py                      # the whole q3, 100 points, HiGHS, 1 vs 2 workers (~30 min)
+    python bench/sweep.py --problem problems/q3-profiled.yaml --set 'training=[]' --solver cbc
+                                               # the lighter sweep of session 1: q3's inference, ~1.7 s per point
     python bench/sweep.py --points 20 --workers 1 2 4
 
 docs/performance.md ("Parallel sweeps") reports the numbers.
@@ -49,22 +50,20 @@ def run_sweep(args, workers: int) -> tuple[float, float, dict, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # the q3 quarter with measured profiles (q3.yaml as it was when docs/performance.md was measured;
-    # q3.yaml itself now sizes every workload analytically and solves much more slowly)
-    ap.add_argument("--problem", default=ROOT / "problems" / "q3-profiled.yaml")
+    ap.add_argument("--problem", default=ROOT / "problems" / "q3.yaml")
     ap.add_argument("--vary", default="offerings[aws-g6-spot].price_per_hour*=0.5:3:POINTS",
                     help="the --vary spec; POINTS is replaced by --points")
-    ap.add_argument("--set", action="append", default=None,
-                    help="--set overlays for every point (default: training=[], i.e. q3's inference only, "
-                         "about 1 s per solve; --set '' keeps the whole q3, about 7-20 s per solve)")
+    ap.add_argument("--set", action="append", default=[],
+                    help="--set overlays for every point (none by default: the whole problem; "
+                         "--set 'training=[]' keeps q3's inference only, about 1-2 s per solve)")
     ap.add_argument("--points", type=int, default=100)
-    ap.add_argument("--solver", default="cbc")
+    ap.add_argument("--solver", default="highs")
     ap.add_argument("--gap", type=float, default=1e-6)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the worker counts this many times, interleaved; the fastest run of each counts")
     args = ap.parse_args()
-    args.set = [s for s in (args.set if args.set is not None else ["training=[]"]) if s]
+    args.set = [s for s in args.set if s]
 
     print(f"machine: {os.cpu_count()} CPUs, load average before {os.getloadavg()}")
     runs = {}
