@@ -189,10 +189,11 @@ def test_exit_codes(status, code):
 
 
 def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
-    from optimizer import pipeline
+    from optimizer import backends, presolve
     from optimizer.backends import SolveResult
 
-    monkeypatch.setattr(pipeline, "solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
+    monkeypatch.setattr(presolve.Model, "start", lambda self, time_limit=None: None)  # no warm start either
+    monkeypatch.setattr(backends, "solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
                                                                        message="no plan within the limit"))
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
@@ -201,12 +202,12 @@ def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
 
 
 def test_a_crashing_solver_exits_3(tmp_path, monkeypatch):
-    from optimizer import pipeline
+    from optimizer import backends
 
     def crash(*a, **k):
         raise OSError("cbc binary vanished")
 
-    monkeypatch.setattr(pipeline, "solve", crash)
+    monkeypatch.setattr(backends, "solve", crash)
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
     r = CliRunner().invoke(main, ["solve", str(p), "--format", "json"])
