@@ -79,6 +79,10 @@ class Arrays:
     var_names: list[str]
     row_names: list[str]
 
+    def activity(self, x: np.ndarray) -> np.ndarray:
+        """A x: each row's value at the point ``x``."""
+        return np.bincount(self.rows, weights=self.vals * x[self.cols], minlength=self.n_rows)
+
 
 class TrivialInfeasibility(Exception):
     """A constraint with no variables whose bounds exclude zero (e.g. demand nobody can serve)."""

@@ -193,6 +193,15 @@ def _block(table_name: str) -> str:
     return _BLOCKS.get(table_name, table_name)
 
 
+def _in_order(total: float, caps: dict) -> dict:
+    """``total`` shared over the members of ``caps`` in their order, each taking up to its cap."""
+    takes = {}
+    for m, cap in caps.items():
+        takes[m] = max(0.0, min(total, cap))
+        total -= takes[m]
+    return takes
+
+
 def _split_pack(keep: str, members: list[str], problem_m: Problem, T_o, vt, vt_o, x, out) -> None:
     O = T_o.offerings.set_index("offering")
     G = float(O.at[keep, "G"])
@@ -212,11 +221,8 @@ def _split_pack(keep: str, members: list[str], problem_m: Problem, T_o, vt, vt_o
         res_o = vt_o["units-reserved"].set_index(["offering", "block"])["var"]
         held = vt_o["units-held"]
         for blk, u in zip(res_m.loc[res_m["offering"] == keep, "block"], res_m.loc[res_m["offering"] == keep, "var"]):
-            left = float(x[u])
-            for m in members:
-                take = min(left, caps[m])
+            for m, take in _in_order(float(x[u]), caps).items():
                 out[res_o[(m, blk)]] = take
-                left -= take
             per = held[(held["offering"] == keep) & (held["var"] == res_o[(keep, blk)])]["period"]
             for p in per:
                 for m in members:
@@ -224,11 +230,8 @@ def _split_pack(keep: str, members: list[str], problem_m: Problem, T_o, vt, vt_o
     elif pricing == "owned":
         own_m = vt["units-owned"].set_index("offering")["var"]
         own_o = vt_o["units-owned"].set_index("offering")["var"]
-        left = float(x[own_m[keep]])
-        for m in members:
-            take = min(left, max(0.0, caps[m] - exist[m]))
+        for m, take in _in_order(float(x[own_m[keep]]), {m: max(0.0, caps[m] - exist[m]) for m in members}).items():
             out[own_o[m]] = take
-            left -= take
         for p in T_o.periods["period"]:
             for m in members:
                 units_of[(m, p)] = exist[m] + out[own_o[m]]
@@ -245,12 +248,7 @@ def _split_pack(keep: str, members: list[str], problem_m: Problem, T_o, vt, vt_o
     run_o = vt_o["units-running"].set_index(["offering", "period"])["var"] if pricing in ("on_demand", "spot") else None
     for p, g in rep_m.groupby("period", sort=False):
         if pricing in ("on_demand", "spot"):
-            y = float(x[run_m[p]])
-            room = {}
-            left = y
-            for m in members:
-                room[m] = min(left, caps[m])
-                left -= room[m]
+            room = _in_order(float(x[run_m[p]]), caps)
         else:
             room = {m: units_of.get((m, p), 0.0) for m in members}
         free = {m: room[m] * G for m in members}
@@ -282,25 +280,16 @@ def _split_pack(keep: str, members: list[str], problem_m: Problem, T_o, vt, vt_o
         if pricing in ("on_demand", "spot"):
             # units running: what the packed replicas need, then any extra units the plan paid for
             ys = {m: float(math.ceil(used[m] / G - 1e-9)) for m in members}
-            extra = float(x[run_m[p]]) - sum(ys.values())
+            extra = _in_order(float(x[run_m[p]]) - sum(ys.values()), {m: caps[m] - ys[m] for m in members})
             for m in members:
-                if extra <= 0:
-                    break
-                add = min(extra, caps[m] - ys[m])
-                ys[m] += add
-                extra -= add
-            for m in members:
-                out[run_o[(m, p)]] = ys[m]
+                out[run_o[(m, p)]] = ys[m] + extra[m]
     if pricing in ("on_demand", "spot"):
         # periods with units but no replicas (a plan may keep idle units)
         for p, v in run_m.items():
             if p in set(rep_m["period"]):
                 continue
-            left = float(x[v])
-            for m in members:
-                take = min(left, caps[m])
+            for m, take in _in_order(float(x[v]), caps).items():
                 out[run_o[(m, p)]] = take
-                left -= take
 
 
 # ---------------------------------------------------------------------------
@@ -405,7 +394,8 @@ class Model:
     def start(self, time_limit: float | None = None) -> np.ndarray | None:
         """The LP-rounded warm start (or the greedy one if that fails), polished period by period.
 
-        None when neither heuristic finds a feasible plan. With ``time_limit``,
+        None when neither heuristic finds a feasible plan. Without a time
+        limit the polish gets 2 s per period. With ``time_limit``,
         the LP gets :attr:`LP_SHARE` of it and the polish :attr:`POLISH_SHARE`;
         when the solver would then have less than :attr:`ROOT_FACTOR` times
         the LP's seconds, :attr:`skip_solver` is set and the polish gets all
@@ -419,20 +409,21 @@ class Model:
         self.skip_solver = False
         try:
             info: dict = {}
-            if time_limit is None:
-                x = best_start(self.mip, self.tables, self.vars, info=info)
-            else:
-                x = best_start(self.mip, self.tables, self.vars, self.LP_SHARE * time_limit, 0.0, info=info)
-                if x is not None:
-                    left = time_limit - (_time.perf_counter() - t)
-                    polish_s = self.POLISH_SHARE * time_limit
-                    self.skip_solver = left - polish_s < self.ROOT_FACTOR * info.get("lp_seconds", 0.0)
-                    if self.skip_solver:
-                        polish_s = left - 0.5  # what HiGHS overruns a period's share by, about
-                    if polish_s > 0:
-                        x = polish(self.mip, x, polish_s, guide=info.get("guide"))
+            a = self.mip.arrays()
+            x = best_start(self.mip, self.tables, self.vars, None if time_limit is None else
+                           self.LP_SHARE * time_limit, info, a)
             self.lp_bound = info.get("lp_bound")
-            return x
+            if x is None:
+                return None
+            if time_limit is None:
+                polish_s = 2.0 * len(self.tables.periods)
+            else:
+                left = time_limit - (_time.perf_counter() - t)
+                polish_s = self.POLISH_SHARE * time_limit
+                self.skip_solver = left - polish_s < self.ROOT_FACTOR * info.get("lp_seconds", 0.0)
+                if self.skip_solver:
+                    polish_s = left - 0.5  # a margin for the last period's overrun of its share (~0.1 s)
+            return polish(self.mip, x, polish_s, a, guide=info.get("guide")) if polish_s > 0 else x
         finally:
             self.start_seconds = _time.perf_counter() - t
 

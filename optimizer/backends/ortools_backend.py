@@ -205,8 +205,7 @@ def write_highs_start(a: Arrays, x: np.ndarray) -> str:
     columns and rows ``c0…`` and ``r0…``, as the model from
     :func:`build_model` is.
     """
-    act = np.zeros(a.n_rows)
-    np.add.at(act, a.rows, a.vals * x[a.cols])
+    act = a.activity(x)
     fd, path = tempfile.mkstemp(prefix="gpuopt-highs-start-", suffix=".sol")
     with os.fdopen(fd, "w") as fh:
         fh.write("Model status\nUnknown\n\n# Primal solution values\nFeasible\n")

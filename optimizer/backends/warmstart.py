@@ -52,7 +52,7 @@ def check_start(a: Arrays, x: np.ndarray, tol: float = 1e-6) -> list[str]:
     frac = a.integer & (np.abs(x - np.rint(x)) > tol)
     if frac.any():
         bad.append(f"{int(frac.sum())} integer variables are fractional")
-    ax = np.bincount(a.rows, weights=a.vals * x[a.cols], minlength=a.n_rows)
+    ax = a.activity(x)
     # relative to the row's size: its right-hand side and the magnitude of its terms
     scale = 1.0 + np.bincount(a.rows, weights=np.abs(a.vals * x[a.cols]), minlength=a.n_rows) + np.abs(
         np.where(np.isfinite(a.row_lo), a.row_lo, 0)) + np.abs(np.where(np.isfinite(a.row_hi), a.row_hi, 0))
@@ -100,26 +100,19 @@ def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
     return best
 
 
-def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None,
-               polish_limit: float | None = None, info: dict | None = None) -> np.ndarray | None:
-    """:func:`lp_start` (its LP within ``time_limit``), or :func:`greedy_start` if that fails; then :func:`polish`.
+def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None, info: dict | None = None,
+               arrays: Arrays | None = None) -> np.ndarray | None:
+    """:func:`lp_start` (its LP within ``time_limit``), or :func:`greedy_start` if that fails.
 
     The LP-rounded plan is far better than the greedy one on every generated
-    problem (docs/performance.md); the polish (``polish_limit`` seconds, 2 s
-    per period without a limit) re-solves the periods one at a time.
+    problem (docs/performance.md); :meth:`optimizer.presolve.Model.start`
+    then hands it to :func:`polish`.
     """
-    a = mip.arrays()
+    a = arrays if arrays is not None else mip.arrays()
     if not a.integer.any():
         return None  # an LP: the solver needs no start
-    info = {} if info is None else info
     x = lp_start(mip, T, vt, a, time_limit, info)
-    if x is None:
-        x = greedy_start(mip, T, vt, a)
-    if x is None:
-        return None
-    if polish_limit is None:
-        polish_limit = 2.0 * len(T.periods)
-    return polish(mip, x, polish_limit, a, guide=info.get("guide")) if polish_limit > 0 else x
+    return x if x is not None else greedy_start(mip, T, vt, a)
 
 
 #: blocks a polish keeps fixed: commitments and training (what links the periods)
@@ -163,6 +156,7 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     rp[r] = c
     if (rp[r] != c).any():
         return x0
+    term_period = rp[a.rows]  # the period of each non-zero's row (-1: a row without free columns)
     x = x0.copy()
     t_end = None if time_limit is None else time.perf_counter() + time_limit
     order = np.argsort(per, kind="stable")
@@ -172,7 +166,7 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
         cols = order[col_cuts[k]:col_cuts[k + 1]]
         cols = cols[free[cols]]
         if len(cols):
-            periods.append((cols, _period_mip(a, x, cols, np.flatnonzero(rp == k))))
+            periods.append((cols, _period_mip(a, x, cols, np.flatnonzero(rp == k), term_period == k)))
     # passes while time is left and the last one paid (a pass resumes the neighbourhood searches that hit
     # their share of the limit); without a limit, one pass
     while True:
@@ -190,9 +184,9 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     return x if not check_start(a, x) else x0
 
 
-def _period_mip(a: Arrays, x: np.ndarray, cols: np.ndarray, rows: np.ndarray) -> Arrays:
-    """The MIP of one period: its free columns ``cols`` and its ``rows``, the fixed columns moved to the bounds."""
-    in_rows = np.isin(a.rows, rows)
+def _period_mip(a: Arrays, x: np.ndarray, cols: np.ndarray, rows: np.ndarray, in_rows: np.ndarray) -> Arrays:
+    """The MIP of one period: its free columns ``cols`` and its ``rows`` (``in_rows``: the non-zeros in them),
+    the fixed columns moved to the bounds."""
     colmask = np.zeros(a.n_vars, bool)
     colmask[cols] = True
     inside = in_rows & colmask[a.cols]
@@ -246,8 +240,6 @@ def _checked(a: Arrays, build) -> np.ndarray | None:
 
 def solve_lp(a: Arrays, time_limit: float | None = None) -> np.ndarray | None:
     """Values of the LP relaxation (HiGHS through OR-Tools), or None."""
-    import dataclasses
-
     from ortools.linear_solver.python import model_builder as mb
 
     from .ortools_backend import _capture_stdout, build_model
