@@ -13,12 +13,9 @@ import pytest
 
 from optimizer.backends import Status
 
-from test_known_answers import BUCKETS, ONE_PERIOD, OWNED, SHARED, TWO_PERIODS, od, svc
+from test_known_answers import BUCKETS, ONE_PERIOD, OWNED, SHARED, od, reserved_problem, svc
 
-RESERVED = {"periods": TWO_PERIODS,
-            "offerings": [od(), {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1",
-                                 "pricing": "reserved", "price_per_hour": 50, "term_months": 12}],
-            "inference": [svc(demand={"p1": 10, "p2": 3})]}
+RESERVED = reserved_problem()
 # existing owned units: the objective has a constant (fixed + idle energy of the unit already owned)
 EXISTING = {"periods": [{"name": "m", "hours": 730, "month": 0}],
             "offerings": [od(price=20, region="dc"), {**OWNED, "existing_units": 1}],

@@ -36,17 +36,21 @@ def test_on_demand_only(solve):
     assert plan.inference["replicas"].sum() == 10
 
 
+def reserved_problem() -> dict:
+    """On-demand beside a 12-month reservation at 50 $/h; demand 10 rps in p1, 3 in p2."""
+    return {"periods": TWO_PERIODS,
+            "offerings": [od(), {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1",
+                                 "pricing": "reserved", "price_per_hour": 50, "term_months": 12}],
+            "inference": [svc(demand={"p1": 10, "p2": 3})]}
+
+
 def test_reserved_versus_on_demand(solve):
     # Demand 10 rps in p1, 3 rps in p2; replica = 2 GPUs at 1 rps; a unit holds 4 replicas.
     # On-demand unit-period = 80 × 100 = 8,000; reserved unit over the horizon = 50 × 200 = 10,000.
     # 0 reserved: p1 3 units + p2 1 unit = 32,000
     # 1 reserved (4 replicas both periods): 10,000 + p1 needs 6 more replicas = 2 units = 16,000 -> 26,000
     # 2 reserved: 20,000 + p1 2 more replicas = 1 unit 8,000 -> 28,000; 3 reserved: 30,000.  Optimum 26,000.
-    data = {"periods": TWO_PERIODS,
-            "offerings": [od(), {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1",
-                                 "pricing": "reserved", "price_per_hour": 50, "term_months": 12}],
-            "inference": [svc(demand={"p1": 10, "p2": 3})]}
-    plan = solve(data)
+    plan = solve(reserved_problem())
     assert plan.objective == pytest.approx(26_000)
     com = plan.commitments.set_index("offering")
     assert com.loc["res", "units"] == 1
