@@ -34,6 +34,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -46,29 +47,48 @@ _HIGHS_DUAL = re.compile(r"^\s*Dual bound\s+(\S+)", re.M)
 _HIGHS_PRIMAL = re.compile(r"^\s*Primal bound\s+(\S+)", re.M)
 
 
+_capture_lock = threading.Lock()
+_capture = {"depth": 0, "saved": -1, "fd": -1, "path": ""}
+
+
 @contextlib.contextmanager
 def _capture_stdout():
-    """Send file descriptor 1 to a temporary file while a native solver runs; yield a reader."""
-    sys.stdout.flush()
-    fd, path = tempfile.mkstemp(prefix="gpuopt-solver-", suffix=".log")
-    saved = os.dup(1)
+    """Send file descriptor 1 to a temporary file while a native solver runs; yield a reader.
+
+    Safe from several threads at once (the parallel polish): fd 1 is
+    process-wide, so the first caller redirects it, the last one restores
+    it, and each caller's log is what the file gained while it ran (its
+    own output, interleaved with that of solves running beside it).
+    """
     text = {"log": ""}
+    with _capture_lock:
+        if _capture["depth"] == 0:
+            sys.stdout.flush()
+            fd, path = tempfile.mkstemp(prefix="gpuopt-solver-", suffix=".log")
+            _capture.update(saved=os.dup(1), fd=fd, path=path)
+            os.dup2(fd, 1)
+        _capture["depth"] += 1
+        path = _capture["path"]
+        offset = os.fstat(_capture["fd"]).st_size
     try:
-        os.dup2(fd, 1)
         yield text
     finally:
-        try:
-            sys.stdout.flush()
-        except Exception:  # pragma: no cover
-            pass
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(fd)
-        try:
-            with open(path, errors="replace") as fh:
-                text["log"] = fh.read()
-        finally:
-            os.unlink(path)
+        with _capture_lock:
+            try:
+                sys.stdout.flush()
+            except Exception:  # pragma: no cover
+                pass
+            try:
+                with open(path, errors="replace") as fh:
+                    fh.seek(offset)
+                    text["log"] = fh.read()
+            finally:
+                _capture["depth"] -= 1
+                if _capture["depth"] == 0:
+                    os.dup2(_capture["saved"], 1)
+                    os.close(_capture["saved"])
+                    os.close(_capture["fd"])
+                    os.unlink(path)
 
 
 def build_model(a: Arrays):
