@@ -379,6 +379,9 @@ class Model:
     #: (×2: 17.9 s of 60; ×4: 100 s)
     LP_SHARE = 0.5
     POLISH_SHARE = 0.3
+    #: at most this share of the time limit goes to the commitment MIP (see
+    #: :func:`optimizer.backends.warmstart.commitment_mip`; skipped when that is under 10 LP-times)
+    COMMIT_SHARE = 0.25
     #: the solver is not started when what it would have left is under this many times the LP's seconds:
     #: HiGHS checks its limit only between root rounds, so a short limit on a big model is overrun (×1
     #: benchmark: 27 s given, 44 s taken); the polish gets that time instead
@@ -386,7 +389,8 @@ class Model:
 
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
-    #: the LP relaxation's optimum when the warm start solved it: a proven lower bound (see :meth:`restore`)
+    #: the best relaxation bound the warm start proved: the LP optimum, or the commitment MIP's bound
+    #: when that ran (a relaxation too, and higher); see :meth:`restore`
     lp_bound: float | None = None
     #: set by :meth:`start` when the time limit leaves the solver too little to be worth starting
     skip_solver: bool = False
@@ -411,8 +415,10 @@ class Model:
             info: dict = {}
             a = self.mip.arrays()
             x = best_start(self.mip, self.tables, self.vars, None if time_limit is None else
-                           self.LP_SHARE * time_limit, info, a)
-            self.lp_bound = info.get("lp_bound")
+                           self.LP_SHARE * time_limit, info, a,
+                           None if time_limit is None else self.COMMIT_SHARE * time_limit)
+            bounds = [info[k] for k in ("lp_bound", "commit_bound") if info.get(k) is not None]
+            self.lp_bound = max(bounds) if bounds else None
             if x is None:
                 return None
             if time_limit is None:
@@ -432,13 +438,14 @@ class Model:
         """:func:`optimizer.backends.solve` from the start ``x0`` within what :meth:`start` left of ``time_limit``.
 
         When :meth:`start` set :attr:`skip_solver`, the start is the plan
-        (``feasible``; :meth:`restore` adds the LP bound) and no solver runs.
+        (``feasible``; :meth:`restore` adds the relaxation's bound) and no solver runs.
         """
         from .backends import solve, start_result
 
         if self.skip_solver and x0 is not None and time_limit is not None:
             return start_result(self.mip, x0, solver, gap, "time limit: the polished warm start is the plan "
-                                "(too little time left to start the solver; the bound is the LP relaxation's)")
+                                "(too little time left to start the solver; the bound is the relaxation's: "
+                                "the LP, or the commitment MIP)")
         return solve(self.mip, solver=solver, time_limit=self.left(time_limit), gap=gap, threads=threads, start=x0)
 
     def _use_lp_bound(self, result) -> None:

@@ -75,10 +75,20 @@ def greedy_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None) -> np.ndar
 
 
 def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
-             time_limit: float | None = None, info: dict | None = None) -> np.ndarray | None:
+             time_limit: float | None = None, info: dict | None = None,
+             commit_time: float | None = 0.0) -> np.ndarray | None:
     """A feasible point of ``mip`` rounded and repaired from its LP relaxation, or None.
 
-    ``info["lp_bound"]`` receives the LP optimum (a proven lower bound on the MIP) when the LP solved.
+    The commitments are rounded up and to the nearest unit, and the cheaper
+    repaired plan is kept. With ``commit_time`` (seconds; None: no limit
+    but :data:`COMMIT_LP_TIMES` times the LP's seconds, at least 1 s; 0: skip), the
+    :func:`commitment_mip` then chooses whole commitments against the LP
+    of everything else, and the plan repaired from its solution is
+    preferred (docs/performance.md: its plans polish to less on every
+    generated problem measured).
+
+    ``info["lp_bound"]`` receives the LP optimum (a proven lower bound on the MIP) when the LP solved,
+    ``info["commit_bound"]`` the commitment MIP's bound (a relaxation too, and at least as high).
     """
     a = arrays if arrays is not None else mip.arrays()
     t = time.perf_counter()
@@ -99,11 +109,61 @@ def lp_start(mip: MIP, T, vt: dict, arrays: Arrays | None = None,
         x = _checked(a, lambda: _Dispatch(mip, T, vt, guide, round_up, last).run())
         if x is not None and (best is None or start_objective(a, x) < start_objective(a, best)):
             best = x
-    return best
+    lp_s = info.get("lp_seconds", 0.0) if info is not None else 0.0
+    limit = max(1.0, COMMIT_LP_TIMES * lp_s) if commit_time is None else commit_time
+    if best is None or limit <= 0 or limit < COMMIT_MIN_LP_TIMES * lp_s:
+        return best
+    gx, bound = commitment_mip(mip, a, best, limit)
+    if info is not None and bound is not None:
+        info["commit_bound"] = bound
+    if gx is None:
+        return best
+    x = _checked(a, lambda: _Dispatch(mip, T, vt, gx, True, False).run())
+    if x is None:
+        return best
+    if info is not None:
+        info["guide"] = gx
+    return x
+
+
+#: blocks the commitment MIP keeps integral (everything else is relaxed)
+COMMITMENTS = ("units-reserved", "units-owned-new")
+#: without a time limit the commitment MIP gets this many times the LP's seconds
+COMMIT_LP_TIMES = 40.0
+#: it is not started with less than this many times the LP's seconds (it would not get past its root)
+COMMIT_MIN_LP_TIMES = 10.0
+
+
+def commitment_mip(mip: MIP, a: Arrays, x0: np.ndarray, time_limit: float | None) -> tuple[np.ndarray | None, float | None]:
+    """Whole reserved and owned units against the LP of everything else: (its solution, its bound).
+
+    The model with every integrality dropped except that of
+    :data:`COMMITMENTS`: few integer columns, so HiGHS branches on the
+    commitments alone. Rounding the LP's commitments up buys idle units
+    (0.21 of a reserved H100 node becomes a whole one) and rounding to the
+    nearest loses capacity; this picks whole units at the least cost of
+    serving everything else fractionally. ``x0`` (a feasible plan) is its
+    first incumbent. Its bound is a relaxation of the full MIP, so it is a
+    proven lower bound, at least the LP's.
+    """
+    from .ortools_backend import solve_ortools
+
+    keep = np.zeros(a.n_vars, bool)
+    for name in COMMITMENTS:
+        b = mip.variables.get(name)
+        if b is not None:
+            keep[b.start:b.start + b.size] = True
+    if not (a.integer & keep).any():
+        return None, None
+    res = solve_ortools(None, backend="highs", time_limit=time_limit, gap=1e-4,
+                        arrays=dataclasses.replace(a, integer=a.integer & keep), start=x0)
+    if res.x is None or not res.status.has_plan:
+        return None, res.bound
+    return res.x, res.bound
 
 
 def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None, info: dict | None = None,
-               arrays: Arrays | None = None) -> np.ndarray | None:
+               arrays: Arrays | None = None, commit_time: float | None = 0.0) -> np.ndarray | None:
     """:func:`lp_start` (its LP within ``time_limit``), or :func:`greedy_start` if that fails.
 
     The LP-rounded plan is far better than the greedy one on every generated
@@ -113,7 +173,7 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None, info: dic
     a = arrays if arrays is not None else mip.arrays()
     if not a.integer.any():
         return None  # an LP: the solver needs no start
-    x = lp_start(mip, T, vt, a, time_limit, info)
+    x = lp_start(mip, T, vt, a, time_limit, info, commit_time)
     return x if x is not None else greedy_start(mip, T, vt, a)
 
 
@@ -649,4 +709,4 @@ class _Dispatch:
                 self.x[v] = math.ceil(gpus / self.G[o] - 1e-9)
 
 
-__all__ = ["greedy_start", "lp_start", "best_start", "polish", "check_start", "start_objective", "solve_lp"]
+__all__ = ["greedy_start", "lp_start", "best_start", "commitment_mip", "polish", "check_start", "start_objective", "solve_lp"]
