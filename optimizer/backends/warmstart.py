@@ -583,14 +583,21 @@ class _Dispatch:
         minr = (T.min_replicas.set_index(["service", "period"])["min_replicas"].to_dict()
                 if len(T.min_replicas) else {})
         keys = sorted(set(dem) | set(minr), key=lambda k: (str(k[0]), self.order.get(k[1], 0)))
+        # one pass over the whole table (a pass per group cost 5 s of pandas overhead at ×1)
+        infos: dict = defaultdict(dict)
+        for r in opts.drop_duplicates(["service", "period", "config", "offering"]).itertuples():
+            infos[(r.service, r.period)][(r.config, r.offering)] = r
+        rpss: dict = defaultdict(dict)
+        for s, p, k, o, b, v in zip(opts["service"], opts["period"], opts["config"], opts["offering"],
+                                    opts["bucket"], opts["rps"]):
+            rpss[(s, p)][(k, o, b)] = v
         state = {}
         for s, p in keys:
             grp = by_sp.get((s, p))
             if grp is None:
                 raise _NoStart(f"{s}/{p}: no option")
-            info = {(r.config, r.offering): r for r in grp.drop_duplicates(["config", "offering"]).itertuples()}
-            rps = {(r.config, r.offering, r.bucket): r.rps for r in grp.itertuples()}
-            state[(s, p)] = (grp, dict(dem.get((s, p), {})), defaultdict(int), defaultdict(float), info, rps)
+            state[(s, p)] = (grp, dict(dem.get((s, p), {})), defaultdict(int), defaultdict(float),
+                             infos[(s, p)], rpss[(s, p)])
         self.keys, self.state, self.route_var, self.multi = keys, state, route_var, multi
         self.dem, self.minr = dem, minr
 
