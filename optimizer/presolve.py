@@ -384,8 +384,10 @@ class Model:
     COMMIT_SHARE = 0.25
     #: the solver is not started when what it would have left is under this many times the LP's seconds:
     #: HiGHS checks its limit only between root rounds, so a short limit on a big model is overrun (×1
-    #: benchmark: 27 s given, 44 s taken); the polish gets that time instead
-    ROOT_FACTOR = 8.0
+    #: benchmark: 27 s given, 44 s taken); the polish gets that time instead. 10 since the polish runs on
+    #: every core: at ×1, 34 s left (8.5 LP-times) went to HiGHS, which raised the bound 0.4 % but left a
+    #: plan 0.9 % dearer than polishing for that time (docs/performance.md)
+    ROOT_FACTOR = 10.0
 
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
