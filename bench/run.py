@@ -52,7 +52,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
     t2 = time.perf_counter()
-    start = model.start(time_limit) if start_on else None  # as the pipeline does: its LP gets a share
+    start = model.start(time_limit, threads) if start_on else None  # as the pipeline does: its LP gets a share
     t3 = time.perf_counter()
     st = model.mip.stats()
     row = {"scale": scale, "solver": solver, "seed": seed, "time_limit": time_limit, "gap_target": gap,

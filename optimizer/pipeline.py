@@ -60,7 +60,7 @@ def run(
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
         try:
-            x0 = model.start(time_limit)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
+            x0 = model.start(time_limit, threads)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
             result = model.solve_from(x0, solver, time_limit, gap, threads)
         except InputError:
             raise

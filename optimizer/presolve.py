@@ -397,11 +397,12 @@ class Model:
     #: set by :meth:`start` when the time limit leaves the solver too little to be worth starting
     skip_solver: bool = False
 
-    def start(self, time_limit: float | None = None) -> np.ndarray | None:
+    def start(self, time_limit: float | None = None, threads: int | None = None) -> np.ndarray | None:
         """The LP-rounded warm start (or the greedy one if that fails), polished period by period.
 
-        None when neither heuristic finds a feasible plan. Without a time
-        limit the polish gets 2 s per period. With ``time_limit``,
+        None when neither heuristic finds a feasible plan. ``threads``: how
+        many periods the polish solves at once (default: one per CPU).
+        Without a time limit the polish gets 2 s per period. With ``time_limit``,
         the LP gets :attr:`LP_SHARE` of it and the polish :attr:`POLISH_SHARE`;
         when the solver would then have less than :attr:`ROOT_FACTOR` times
         the LP's seconds, :attr:`skip_solver` is set and the polish gets all
@@ -431,7 +432,7 @@ class Model:
                 self.skip_solver = left - polish_s < self.ROOT_FACTOR * info.get("lp_seconds", 0.0)
                 if self.skip_solver:
                     polish_s = left - 0.5  # a margin for the last period's overrun of its share (~0.1 s)
-            return polish(self.mip, x, polish_s, a, guide=info.get("guide")) if polish_s > 0 else x
+            return polish(self.mip, x, polish_s, a, guide=info.get("guide"), workers=threads) if polish_s > 0 else x
         finally:
             self.start_seconds = _time.perf_counter() - t
 

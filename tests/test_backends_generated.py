@@ -72,8 +72,7 @@ def test_highs_reads_the_start_as_its_first_incumbent(tiny):
     assert res.status == Status.OPTIMAL and res.objective <= float(a.c @ x0 + a.c0) + 1e-6
 
 
-def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny, monkeypatch):
-    from optimizer.backends import warmstart
+def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny):
     from optimizer.backends.warmstart import polish, solve_lp
 
     for pr in tiny:
@@ -83,8 +82,7 @@ def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny, m
         guide = solve_lp(a)
         got = []
         for workers in (1, 2):  # one period at a time, or two in threads
-            monkeypatch.setattr(warmstart, "POLISH_WORKERS", workers)
-            x = polish(model.mip, x0, None, a, guide=guide)
+            x = polish(model.mip, x0, None, a, guide=guide, workers=workers)
             assert check_start(a, x) == []
             assert float(a.c @ x) <= float(a.c @ x0) + 1e-6
             got.append(x)

@@ -192,7 +192,7 @@ def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
     from optimizer import backends, presolve
     from optimizer.backends import SolveResult
 
-    monkeypatch.setattr(presolve.Model, "start", lambda self, time_limit=None: None)  # no warm start either
+    monkeypatch.setattr(presolve.Model, "start", lambda self, time_limit=None, threads=None: None)  # no start either
     monkeypatch.setattr(backends, "solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
                                                                        message="no plan within the limit"))
     p = tmp_path / "p.yaml"

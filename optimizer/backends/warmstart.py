@@ -134,7 +134,8 @@ COMMIT_LP_TIMES = 40.0
 COMMIT_MIN_LP_TIMES = 10.0
 
 
-def commitment_mip(mip: MIP, a: Arrays, x0: np.ndarray, time_limit: float | None) -> tuple[np.ndarray | None, float | None]:
+def commitment_mip(mip: MIP, a: Arrays, x0: np.ndarray,
+                   time_limit: float | None) -> tuple[np.ndarray | None, float | None]:
     """Whole reserved and owned units against the LP of everything else: (its solution, its bound).
 
     The model with every integrality dropped except that of
@@ -185,13 +186,13 @@ FIXED_IN_POLISH = ("units-reserved", "units-owned-new", "training-select", "trai
 
 
 def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Arrays | None = None,
-           gap: float = 0.005, guide: np.ndarray | None = None) -> np.ndarray:
+           gap: float = 0.005, guide: np.ndarray | None = None, workers: int | None = None) -> np.ndarray:
     """Fix-and-optimize: with commitments and training fixed at ``x0``, re-solve each period alone.
 
     What is left (replicas, routing, units running) has one period per
     column, and every row then touches one period, so the model splits into
     one small MIP per period; each is solved by HiGHS (``gap``, an equal
-    share of ``time_limit``, :data:`POLISH_WORKERS` periods at a time, the
+    share of ``time_limit``, ``workers`` (default :data:`POLISH_WORKERS`) periods at a time, the
     period's current plan as its first incumbent) and kept where it is
     cheaper. With ``guide`` (the LP
     relaxation's values), a period is first solved in the neighbourhood of
@@ -237,22 +238,23 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     # their share of the limit); without a limit, one pass
     while True:
         before = float(a.c @ x)
-        _polish_pass(x, periods, t_end, gap, guide)
+        _polish_pass(x, periods, t_end, gap, guide, workers or POLISH_WORKERS)
         if t_end is None or t_end - time.perf_counter() < 0.05 * len(periods) or \
                 float(a.c @ x) > before - 1e-4 * abs(before):
             break
     return x if not check_start(a, x) else x0
 
 
-def _polish_pass(x: np.ndarray, periods: list, t_end: float | None, gap: float, guide: np.ndarray | None) -> None:
-    """Improve every period once, :data:`POLISH_WORKERS` periods at a time (in place).
+def _polish_pass(x: np.ndarray, periods: list, t_end: float | None, gap: float, guide: np.ndarray | None,
+                 workers: int) -> None:
+    """Improve every period once, ``workers`` periods at a time (in place).
 
     Periods share no column, so the threads write disjoint parts of ``x``;
     HiGHS runs without the GIL, so two workers do twice the work on two
     cores. Each period gets an equal share of what is left of the time
     per worker.
     """
-    workers = max(1, min(POLISH_WORKERS, len(periods)))
+    workers = max(1, min(workers, len(periods)))
     lock = threading.Lock()
     todo = iter(range(len(periods)))
     errors: list[BaseException] = []
@@ -716,4 +718,5 @@ class _Dispatch:
                 self.x[v] = math.ceil(gpus / self.G[o] - 1e-9)
 
 
-__all__ = ["greedy_start", "lp_start", "best_start", "commitment_mip", "polish", "check_start", "start_objective", "solve_lp"]
+__all__ = ["greedy_start", "lp_start", "best_start", "commitment_mip", "polish", "check_start", "start_objective",
+           "solve_lp"]

@@ -23,7 +23,9 @@ def exit_code(status: Status) -> int:
 
 def solver_options(f):
     """--solver, --time-limit, --gap, --threads (shared by every command that solves)."""
-    f = click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads.")(f)
+    f = click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="Solver threads; also how many periods the warm start's polish solves at once "
+                     "(default: the solver's own default, and one period per CPU).")(f)
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
