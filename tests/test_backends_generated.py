@@ -219,3 +219,18 @@ def test_bounds_never_cut_the_optimum():
     assert res2.objective == pytest.approx(res.objective, rel=1e-7)
     ub = np.concatenate([b.upper for b in tight.mip.variables.values()])
     assert np.isfinite(ub[np.concatenate([np.full(b.size, b.integer) for b in tight.mip.variables.values()])]).all()
+
+
+def test_threads_reach_the_polish(tiny, monkeypatch):
+    from optimizer.backends import warmstart
+
+    seen = []
+    original = warmstart.polish
+
+    def spy(*args, **kw):
+        seen.append(kw.get("workers"))
+        return original(*args, **kw)
+
+    monkeypatch.setattr(warmstart, "polish", spy)
+    plan = run(tiny[0], solver="highs", time_limit=20, threads=1)
+    assert seen == [1] and audit(plan) == []
