@@ -13,6 +13,7 @@ from optimizer.catalog import split_aliases
 from optimizer.errors import InputError
 from optimizer.load import load_problem
 from optimizer.overlay import apply_sets
+from optimizer.sizing.hardware import load_gpus
 
 GPU = {"name": "TestGPU-48", "vendor": "test", "generation": "hopper", "vram_gb": 48, "mem_bw_tbs": 2.0,
        "bf16_dense_tflops": 400, "fp16_dense_tflops": 400, "fp8_dense_tflops": 800, "interconnect_gbs": 64}
@@ -88,3 +89,21 @@ def test_split_aliases_is_the_one_reading_of_both_forms():
     assert split_aliases("H100; H100-80GB;;") == split_aliases(["H100", " H100-80GB", ""]) == ("H100", "H100-80GB")
     assert split_aliases(None) == split_aliases(float("nan")) == split_aliases([]) == ()
     assert split_aliases(5) == 5  # left for the model's validation to reject
+
+
+def test_an_inline_entry_named_by_a_catalog_alias_takes_over_every_name_of_that_entry(tmp_path):
+    # 'H100' and 'Llama-2-7B' are catalog aliases of H100-SXM and llama-2-7b: the inline entries replace
+    # those, and the catalog's names (used by catalog offerings) resolve to the inline figures
+    data = problem("tg48", "Tiny-1B")
+    data["gpus"] = [{**GPU, "name": "H100", "vram_gb": 94, "aliases": "my-h100"}]
+    data["models"] = [{**MODEL, "name": "Llama-2-7B"}]
+    data["offerings"] = [{**data["offerings"][0], "id": f"o{i}", "gpu": g}
+                         for i, g in enumerate(["H100-SXM", "h100-sxm5", "my-h100", "H100"])]
+    data["inference"][0]["model"] = "meta-llama/Llama-2-7b-hf"
+    pr = load_problem(write_problem(tmp_path, data))
+    assert list(pr.offerings["gpu"]) == ["H100"] * 4
+    assert pr.services[0].model == "Llama-2-7B"
+    gpus = load_gpus(data["gpus"])
+    assert "H100-SXM" not in gpus and gpus["H100"].vram_gb == 94
+    assert gpus["H100"].aliases[:2] == ("my-h100", "H100-SXM")
+    assert len({a.lower() for a in gpus["H100"].aliases}) == len(gpus["H100"].aliases)

@@ -162,7 +162,10 @@ def _merge_inline(section: str, parse, catalog: list[dict], catalog_file: str, i
     """``{name: parse(entry)}`` of the catalog's entries, then the problem's inline ones.
 
     An inline entry whose name is the name or an alias of an earlier entry
-    replaces it. Errors name ``section[name]`` in ``catalog_file`` or
+    replaces it, and the replaced entry's name and aliases become aliases of
+    the new one: whatever called the old entry (a catalog offering's
+    ``H100-SXM``) now gets the problem's figures instead of failing to
+    resolve. Errors name ``section[name]`` in ``catalog_file`` or
     ``section[i]`` in ``file``. Shared by :func:`load_gpus` and
     :func:`~optimizer.sizing.architecture.load_models`.
     """
@@ -176,7 +179,11 @@ def _merge_inline(section: str, parse, catalog: list[dict], catalog_file: str, i
         entry = parse(rec, file=file, field=f"{section}[{i}]")
         old = cat.alias_map(list(out), [e.aliases for e in out.values()]).get(entry.name.lower())
         if old is not None and old != entry.name:
-            out.pop(old)
+            prev = out.pop(old)
+            keep: dict[str, str] = {entry.name.lower(): entry.name}
+            for n in (*entry.aliases, prev.name, *prev.aliases):
+                keep.setdefault(n.lower(), n)
+            entry = entry.model_copy(update={"aliases": tuple(keep.values())[1:]})
         out[entry.name] = entry
     return out
 
