@@ -182,17 +182,23 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None, info: dic
 #: periods the polish solves at once (one HiGHS per thread; HiGHS releases the GIL)
 POLISH_WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-#: blocks a polish keeps fixed: commitments and training (what links the periods)
-FIXED_IN_POLISH = COMMITMENTS + ("training-select", "training-run", "training-hours")
+#: blocks a polish keeps fixed: commitments and each job's configuration (what links the periods); a job's
+#: clusters and hours stay free, each period keeping the progress it makes now (see :func:`polish`)
+FIXED_IN_POLISH = COMMITMENTS + ("training-select",)
 
 
 def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Arrays | None = None,
            gap: float = 0.005, guide: np.ndarray | None = None, workers: int | None = None) -> np.ndarray:
     """Fix-and-optimize: with commitments and training fixed at ``x0``, re-solve each period alone.
 
-    What is left (replicas, routing, units running) has one period per
-    column, and every row then touches one period, so the model splits into
-    one small MIP per period; each is solved by HiGHS (``gap``, an equal
+    What is left (replicas, routing, units running, where and how long
+    each training cluster runs) has one period per column. A row that then
+    touches one period belongs to that period's MIP. An equality row that
+    touches several (a job's progress over its window) is split: each
+    period's part is held at what it is in ``x0``, so a period may move a
+    job's hours to other offerings but not to other periods. Any other row
+    across periods stops the polish (``x0`` is returned). The model then
+    splits into one small MIP per period; each is solved by HiGHS (``gap``, an equal
     share of ``time_limit``, ``workers`` (default :data:`POLISH_WORKERS`)
     periods at a time, the period's current plan as its first incumbent)
     and kept where it is cheaper. With ``guide`` (the LP relaxation's
@@ -217,14 +223,17 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
     free = ~fixed
     if not free.any():
         return x0
-    # every row must see the free columns of one period only
+    # the period of each row's free columns; rows across periods must be equalities, split per period
     rp = np.full(a.n_rows, -1, dtype=np.int64)
     fc = free[a.cols]
     r, c = a.rows[fc], per[a.cols[fc]]
     rp[r] = c
-    if (rp[r] != c).any():
+    across = np.zeros(a.n_rows, bool)
+    across[r[rp[r] != c]] = True
+    if (across & (a.row_lo != a.row_hi)).any():
         return x0
-    term_period = rp[a.rows]  # the period of each non-zero's row (-1: a row without free columns)
+    rp[across] = -1
+    split_r, split_c = r[across[r]], c[across[r]]
     x = x0.copy()
     t_end = None if time_limit is None else time.perf_counter() + time_limit
     order = np.argsort(per, kind="stable")
@@ -234,7 +243,9 @@ def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Ar
         cols = order[col_cuts[k]:col_cuts[k + 1]]
         cols = cols[free[cols]]
         if len(cols):
-            periods.append((cols, _period_mip(a, x, cols, np.flatnonzero(rp == k), term_period == k)))
+            mine = rp == k
+            mine[split_r[split_c == k]] = True  # whole split rows: the other periods' part is held fixed
+            periods.append((cols, _period_mip(a, x, cols, np.flatnonzero(mine), mine[a.rows])))
     # passes while time is left and the last one paid (a pass resumes the neighbourhood searches that hit
     # their share of the limit); without a limit, one pass
     while True:
