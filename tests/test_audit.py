@@ -1,0 +1,131 @@
+"""The audit catches what it is there to catch.
+
+Every test that produces a plan asserts ``audit(plan) == []``; that is only a
+check if the audit does find a broken plan. Each case here solves a small
+problem (the audit passes), breaks one thing in a copy of the plan's rows and
+expects the audit to name it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from optimizer.audit import audit
+from test_known_answers import BUCKETS, SHARED, od
+
+# test_known_answers.SHARED (reserved unit at 10 $/h beside inference, a 4-GPU training cluster, optimum 4,000)
+# with offerings the optimum never uses, so that rows can be moved onto them: another region, spot, another
+# GPU type; the service keeps to region r1 and at least one replica.
+DATA = copy.deepcopy(SHARED)
+DATA["offerings"] += [od(id="far", price=100, region="r2"),
+                      {**od(id="sp", price=100), "pricing": "spot", "interruptions_per_hour": 0.01},
+                      od(id="l4", gpu="L4", price=100)]
+DATA["inference"][0].update(regions=["r1"], min_replicas=1)
+DATA["training"][0]["regions"] = ["r1"]
+# a second configuration the optimum does not pick: 8 GPUs cannot sit beside p2's inference on the reserved
+# unit, so it would rent 8 × 12.5 $/GPU-h × 80 h = 8,000
+DATA["training"][0]["cluster_gpus"] = [4, 8]
+DATA["training"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 8, "hours": 80})
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    from conftest import solve_data
+
+    plan = solve_data(tmp_path_factory.mktemp("shared"), copy.deepcopy(DATA))
+    assert plan.objective == pytest.approx(4_000)
+    return plan
+
+
+@pytest.fixture(scope="module")
+def buckets(tmp_path_factory):
+    from conftest import solve_data
+
+    plan = solve_data(tmp_path_factory.mktemp("buckets"), copy.deepcopy(BUCKETS))
+    assert plan.objective == pytest.approx(60)
+    return plan
+
+
+def broken(plan, table: str, where: dict, **set_to):
+    """A copy of ``plan`` whose ``table`` rows matching ``where`` get ``set_to`` (``drop=True``: removed)."""
+    df = getattr(plan, table).copy()
+    hit = np.ones(len(df), bool)
+    for k, v in where.items():
+        hit &= (df[k] == v).to_numpy()
+    assert hit.any(), (table, where)
+    if set_to.get("drop"):
+        df = df[~hit]
+    else:
+        for k, v in set_to.items():
+            df.loc[hit, k] = v
+    return dataclasses.replace(plan, **{table: df})
+
+
+def expect(plan, text: str) -> None:
+    found = audit(plan)
+    assert any(text in v for v in found), found
+
+
+def test_the_solved_plans_pass(shared, buckets):
+    assert audit(shared) == [] and audit(buckets) == []
+
+
+@pytest.mark.parametrize("mutation, text", [
+    # one replica fewer in p1: 1 rps served against 2 demanded
+    (("inference", {"period": "p1"}, {"replicas": 1, "gpus": 4}), "inference chat/p1: capacity 1 rps < demand 2"),
+    # p2's replica gone: below the floor and the demand
+    (("inference", {"period": "p2"}, {"drop": True}), "inference chat/p2: 0 replicas < min 1"),
+    (("inference", {"period": "p1"}, {"offering": "far"}), "inference chat: region r2 not allowed"),
+    (("inference", {"period": "p1"}, {"offering": "sp"}), "inference chat: on spot without spot: true"),
+    (("inference", {"period": "p1"}, {"offering": "l4"}), "config GPU H100-SXM on offering of L4"),
+    (("training", {"job": "ft"}, {"hours": 160.0}), "training ft: progress 160 h != required 150 h"),
+    (("training", {"job": "ft"}, {"hours": 250.0}), "training ft/p2: 250.0 h in a 200.0 h period"),
+    (("training", {"job": "ft"}, {"offering": "far"}), "training ft: region r2 not allowed"),
+    # the reservation gone: what runs on it has no capacity
+    (("commitments", {"offering": "res"}, {"units": 0}), "capacity res/p1: 8 + 0 GPUs > 0.0 units × 8"),
+    # an 8-GPU cluster beside p2's 4 inference GPUs on the 8-GPU unit
+    (("training", {"job": "ft"}, {"gpus": 8}), "training-fit ft on res/p2: cluster 8 > free 4"),
+    (("ledger", {"item": "reservation", "period": "p1"}, {"cost": 1000.0}), "objective: ledger"),
+])
+def test_a_broken_shared_plan_is_caught(shared, mutation, text):
+    table, where, set_to = mutation
+    expect(broken(shared, table, where, **set_to), text)
+
+
+def test_two_configurations_of_one_job_are_caught(shared):
+    other = set(shared.candidates.training.query("job == 'ft'")["config"]) - set(shared.training["config"])
+    assert len(other) == 1
+    two = dataclasses.replace(shared, training=pd.concat(
+        [shared.training, shared.training.assign(config=other.pop(), hours=0.0)], ignore_index=True))
+    expect(two, "training ft: 2 configurations used (must be exactly one)")
+
+
+def test_training_outside_its_window_is_caught(shared):
+    jobs = [j.model_copy(update={"start_month": 1}) for j in shared.problem.jobs]
+    late = dataclasses.replace(shared, problem=dataclasses.replace(shared.problem, jobs=jobs))
+    expect(broken(late, "training", {"job": "ft"}, period="p1"), "training ft: runs in month 0 outside 1..1")
+
+
+def test_a_budget_below_the_plan_is_caught(shared):
+    spec = shared.problem.spec
+    spec = spec.model_copy(update={"constraints": spec.constraints.model_copy(update={"budget": 3_999.0})})
+    tight = dataclasses.replace(shared, problem=dataclasses.replace(shared.problem, spec=spec))
+    expect(tight, "budget: objective 4000 > budget 3999")
+
+
+@pytest.mark.parametrize("mutation, text", [
+    # b4 (1 rps) routed nowhere
+    (("routing", {"bucket": "b4"}, {"rps": 0.0}), "inference assistant/b4/p1: routed 0 < demand 1"),
+    # the H100 replica gone while b3 and b4 are still routed to it
+    (("inference", {"offering": "h100"}, {"drop": True}), "routed load 1 replicas > 0"),
+    # one L4 unit rented for two 1-GPU replicas
+    (("usage", {"offering": "l4"}, {"units": 1.0}), "capacity l4/p1: 2 inference GPUs > 1.0 units × 1"),
+])
+def test_a_broken_bucket_plan_is_caught(buckets, mutation, text):
+    table, where, set_to = mutation
+    expect(broken(buckets, table, where, **set_to), text)
