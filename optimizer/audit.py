@@ -65,35 +65,36 @@ def audit(plan: Plan) -> list[str]:
             v.append(f"training {r.job}/{r.period}: {r.hours} h in a {P.at[r.period, 'hours']} h period")
 
     # --- inference demand, routing, floors ------------------------------------
+    # one table per check, grouped from the plan's rows (a loop per service and period is quadratic)
     rps = cands.inference.set_index(["service", "config", "bucket"])["rps"]
     demand = pr.demand()
-    for s in pr.services:
-        buckets = s.buckets
-        rows = inf[inf["service"] == s.name]
-        for p in P.index:
-            here = rows[rows["period"] == p]
-            if here["replicas"].sum() < s.min_replicas:
-                v.append(f"inference {s.name}/{p}: {here['replicas'].sum()} replicas < min {s.min_replicas}")
-            if len(buckets) == 1:
-                b = buckets[0].name
-                cap = sum(r.replicas * rps[(s.name, r.config, b)] for r in here.itertuples())
-                need = float(demand[(demand.service == s.name) & (demand.period == p)]["rps"].sum())
-                if cap < need - TOL * max(1, need):
-                    v.append(f"inference {s.name}/{p}: capacity {cap:g} rps < demand {need:g}")
-        if len(buckets) > 1:
-            rt = plan.routing[plan.routing["service"] == s.name]
-            for b in buckets:
-                for p in P.index:
-                    need = float(demand[(demand.service == s.name) & (demand.bucket == b.name)
-                                        & (demand.period == p)]["rps"].sum())
-                    got = rt[(rt["bucket"] == b.name) & (rt["period"] == p)]["rps"].sum()
-                    if got < need - TOL * max(1, need):
-                        v.append(f"inference {s.name}/{b.name}/{p}: routed {got:g} < demand {need:g}")
-            for (c, o, p), g in rt.groupby(["config", "offering", "period"]):
-                time_used = sum(r.rps / rps[(s.name, c, r.bucket)] for r in g.itertuples())
-                reps = rows[(rows["config"] == c) & (rows["offering"] == o) & (rows["period"] == p)]["replicas"].sum()
-                if time_used > reps + TOL * max(1, reps):
-                    v.append(f"inference {s.name}/{c}/{o}/{p}: routed load {time_used:g} replicas > {reps}")
+    sp = pd.MultiIndex.from_product([[s.name for s in pr.services], P.index], names=["service", "period"])
+    reps = inf.groupby(["service", "period"])["replicas"].sum().reindex(sp, fill_value=0)
+    floor = pd.Series([s.min_replicas for s in pr.services for _ in P.index], index=sp)
+    for (s, p), n in reps[reps < floor].items():
+        v.append(f"inference {s}/{p}: {n} replicas < min {floor[(s, p)]}")
+    one = {s.name: s.buckets[0].name for s in pr.services if len(s.buckets) == 1}
+    if one:
+        mine = inf[inf["service"].isin(list(one))]
+        keys = list(zip(mine["service"], mine["config"], mine["service"].map(one)))
+        cap = (mine["replicas"] * rps.reindex(keys).to_numpy()).groupby([mine["service"], mine["period"]]).sum()
+        need = demand[demand["service"].isin(list(one))].groupby(["service", "period"])["rps"].sum()
+        cap = cap.reindex(need.index, fill_value=0.0)
+        for (s, p), c in cap[cap < need - TOL * need.clip(lower=1)].items():
+            v.append(f"inference {s}/{p}: capacity {c:g} rps < demand {need[(s, p)]:g}")
+    many = [s.name for s in pr.services if len(s.buckets) > 1]
+    if many:
+        rt = plan.routing[plan.routing["service"].isin(many)]
+        need = demand[demand["service"].isin(many)].groupby(["service", "bucket", "period"])["rps"].sum()
+        got = rt.groupby(["service", "bucket", "period"])["rps"].sum().reindex(need.index, fill_value=0.0)
+        for (s, b, p), g in got[got < need - TOL * need.clip(lower=1)].items():
+            v.append(f"inference {s}/{b}/{p}: routed {g:g} < demand {need[(s, b, p)]:g}")
+        key = ["service", "config", "offering", "period"]
+        load = (rt["rps"] / rps.reindex(list(zip(rt["service"], rt["config"], rt["bucket"]))).to_numpy())
+        load = load.groupby([rt[k] for k in key]).sum()
+        have = inf.groupby(key)["replicas"].sum().reindex(load.index, fill_value=0)
+        for (s, c, o, p), used in load[load > have + TOL * have.clip(lower=1)].items():
+            v.append(f"inference {s}/{c}/{o}/{p}: routed load {used:g} replicas > {have[(s, c, o, p)]}")
 
     # --- training: one configuration, progress -------------------------------
     hours_req = cands.training.set_index(["job", "config"])["hours"]
@@ -122,32 +123,43 @@ def audit(plan: Plan) -> list[str]:
 
     # --- capacity per offering and period ------------------------------------
     held = held_units(plan, O.rename(columns={"gpus_per_unit": "G"}), P)
-    for o_id in set(inf["offering"]) | set(tr["offering"]) | set(com["offering"]) | set(plan.usage["offering"]):
-        o = O.loc[o_id]
-        G = o["gpus_per_unit"]
-        for p in P.index:
-            I = inf[(inf["offering"] == o_id) & (inf["period"] == p)]["gpus"].sum()
-            trp = tr[(tr["offering"] == o_id) & (tr["period"] == p)]
-            T_avg = float((trp["gpus"] * trp["hours"]).sum()) / P.at[p, "hours"]
-            if o["pricing"] in ("on_demand", "spot"):
-                u = plan.usage[(plan.usage["offering"] == o_id) & (plan.usage["period"] == p)]["units"].sum()
-                if I > G * u + TOL:
-                    v.append(f"capacity {o_id}/{p}: {I} inference GPUs > {u} units × {G}")
-                if not pd.isna(o["max_units"]):
-                    if u + T_avg / G > o["max_units"] + TOL:
-                        v.append(f"capacity {o_id}/{p}: {u} units + training {T_avg / G:g} > max {o['max_units']}")
-                    for r in trp.itertuples():
-                        if r.gpus > (o["max_units"] - u) * G + TOL:
-                            v.append(f"training-fit {r.job} on {o_id}/{p}: cluster {r.gpus} GPUs does not fit")
-            else:
-                units = float(held.get((o_id, p), 0.0))
-                if I + T_avg > G * units + TOL:
-                    v.append(f"capacity {o_id}/{p}: {I} + {T_avg:g} GPUs > {units} units × {G}")
-                for r in trp.itertuples():
-                    if r.gpus > G * units - I + TOL:
-                        v.append(f"training-fit {r.job} on {o_id}/{p}: cluster {r.gpus} > free {G * units - I}")
-                if not pd.isna(o["max_units"]) and units > o["max_units"]:
-                    v.append(f"units {o_id}: {units} > max_units {o['max_units']}")
+    touched = sorted(set(inf["offering"]) | set(tr["offering"]) | set(com["offering"]) | set(plan.usage["offering"]))
+    op = pd.MultiIndex.from_product([touched, P.index], names=["offering", "period"])
+    cap = pd.DataFrame(index=op)
+    cap["I"] = inf.groupby(["offering", "period"])["gpus"].sum()
+    cap["T_avg"] = (tr["gpus"] * tr["hours"]).groupby([tr["offering"], tr["period"]]).sum()
+    cap = cap.fillna(0.0)
+    cap["T_avg"] /= P["hours"].reindex(op.get_level_values("period")).to_numpy()
+    o_of = op.get_level_values("offering")
+    cap["pricing"] = O["pricing"].reindex(o_of).to_numpy()
+    for col in ("gpus_per_unit", "max_units"):
+        cap[col] = O[col].astype(float).reindex(o_of).to_numpy()
+    rented = cap["pricing"].isin(["on_demand", "spot"]).to_numpy()
+    running = plan.usage.groupby(["offering", "period"])["units"].sum()
+    cap["u"] = np.where(rented, running.reindex(op, fill_value=0.0).to_numpy(),
+                        held.reindex(op, fill_value=0.0).to_numpy() if len(held) else 0.0)
+    G, u, I, T_avg, mx = (cap[c].to_numpy(float) for c in ("gpus_per_unit", "u", "I", "T_avg", "max_units"))
+    capped = ~np.isnan(mx)
+    bad = rented & (I > G * u + TOL)
+    for (o, p), i, g, n in zip(op[bad], I[bad], G[bad], u[bad]):
+        v.append(f"capacity {o}/{p}: {i:g} inference GPUs > {n:g} units × {g:g}")
+    bad = rented & capped & (u + T_avg / G > mx + TOL)
+    for (o, p), n, t, m in zip(op[bad], u[bad], (T_avg / G)[bad], mx[bad]):
+        v.append(f"capacity {o}/{p}: {n:g} units + training {t:g} > max {m:g}")
+    bad = ~rented & (I + T_avg > G * u + TOL)
+    for (o, p), i, t, n, g in zip(op[bad], I[bad], T_avg[bad], u[bad], G[bad]):
+        v.append(f"capacity {o}/{p}: {i:g} + {t:g} GPUs > {n:g} units × {g:g}")
+    bad = ~rented & capped & (u > mx)
+    for o, n, m in zip(op[bad].get_level_values("offering"), u[bad], mx[bad]):
+        v.append(f"units {o}: {n:g} > max_units {m:g}")
+    # a training cluster fits whole beside its period's inference (held) or under max_units (rented)
+    at = cap.reindex(list(zip(tr["offering"], tr["period"])))
+    free = np.where(at["pricing"].isin(["on_demand", "spot"]),
+                    ((at["max_units"] - at["u"]) * at["gpus_per_unit"]).fillna(np.inf),  # no max_units: no limit
+                    at["gpus_per_unit"] * at["u"] - at["I"])
+    bad = tr["gpus"].to_numpy(float) > free + TOL
+    for job, o, p, n, f in zip(tr["job"][bad], tr["offering"][bad], tr["period"][bad], tr["gpus"][bad], free[bad]):
+        v.append(f"training-fit {job} on {o}/{p}: cluster {n:g} GPUs > {f:g} free")
 
     # --- objective and budget -------------------------------------------------
     obj = plan.objective

@@ -25,6 +25,7 @@ DATA = copy.deepcopy(SHARED)
 DATA["offerings"] += [od(id="far", price=100, region="r2"),
                       {**od(id="sp", price=100), "pricing": "spot", "interruptions_per_hour": 0.01},
                       od(id="l4", gpu="L4", price=100)]
+DATA["offerings"][1]["max_units"] = 2  # the on-demand offering: at most two 8-GPU units
 DATA["inference"][0].update(regions=["r1"], min_replicas=1)
 DATA["training"][0]["regions"] = ["r1"]
 # a second configuration the optimum does not pick: 8 GPUs cannot sit beside p2's inference on the reserved
@@ -87,9 +88,13 @@ def test_the_solved_plans_pass(shared, buckets):
     (("training", {"job": "ft"}, {"hours": 250.0}), "training ft/p2: 250.0 h in a 200.0 h period"),
     (("training", {"job": "ft"}, {"offering": "far"}), "training ft: region r2 not allowed"),
     # the reservation gone: what runs on it has no capacity
-    (("commitments", {"offering": "res"}, {"units": 0}), "capacity res/p1: 8 + 0 GPUs > 0.0 units × 8"),
+    (("commitments", {"offering": "res"}, {"units": 0}), "capacity res/p1: 8 + 0 GPUs > 0 units × 8"),
     # an 8-GPU cluster beside p2's 4 inference GPUs on the 8-GPU unit
-    (("training", {"job": "ft"}, {"gpus": 8}), "training-fit ft on res/p2: cluster 8 > free 4"),
+    (("training", {"job": "ft"}, {"gpus": 8}), "training-fit ft on res/p2: cluster 8 GPUs > 4 free"),
+    (("commitments", {"offering": "res"}, {"units": 2}), "units res: 2 > max_units 1"),
+    # a 24-GPU cluster on demand for 150 of p2's 200 h: 2.25 units on average, and 24 GPUs > 2 units × 8
+    (("training", {"job": "ft"}, {"offering": "od", "gpus": 24}), "capacity od/p2: 0 units + training 2.25 > max 2"),
+    (("training", {"job": "ft"}, {"offering": "od", "gpus": 24}), "training-fit ft on od/p2: cluster 24 GPUs > 16 free"),
     (("ledger", {"item": "reservation", "period": "p1"}, {"cost": 1000.0}), "objective: ledger"),
 ])
 def test_a_broken_shared_plan_is_caught(shared, mutation, text):
@@ -124,7 +129,7 @@ def test_a_budget_below_the_plan_is_caught(shared):
     # the H100 replica gone while b3 and b4 are still routed to it
     (("inference", {"offering": "h100"}, {"drop": True}), "routed load 1 replicas > 0"),
     # one L4 unit rented for two 1-GPU replicas
-    (("usage", {"offering": "l4"}, {"units": 1.0}), "capacity l4/p1: 2 inference GPUs > 1.0 units × 1"),
+    (("usage", {"offering": "l4"}, {"units": 1.0}), "capacity l4/p1: 2 inference GPUs > 1 units × 1"),
 ])
 def test_a_broken_bucket_plan_is_caught(buckets, mutation, text):
     table, where, set_to = mutation
