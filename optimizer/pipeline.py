@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from .audit import audit
 from .backends import DEFAULT_SOLVER, SolveResult, Status
 from .candidates import Candidates, build_candidates
 from .diagnose import diagnose, precheck
@@ -71,6 +72,8 @@ def run(
             result.message = "no plan meets every constraint" + (
                 f" (solver: {result.message})" if result.message else "")
     plan = extract(*model.restore(result), result)  # merged offerings mapped back to real ids
+    if plan.status.has_plan:  # every constraint and the objective again, from the plan's own rows
+        plan.audit = audit(plan)
     if result.status == Status.INFEASIBLE:
         plan.diagnosis = diagnose(problem, cands, solver=solver, time_limit=time_limit, threads=threads, pre=pre)
     return plan

@@ -41,6 +41,8 @@ class Plan:
     candidates: Candidates | None = None
     mip: MIP | None = None
     tables: Tables | None = None
+    #: what :func:`optimizer.audit.audit` found wrong in this plan (None: not audited)
+    audit: list[str] | None = None
 
     @property
     def status(self) -> Status:

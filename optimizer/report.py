@@ -68,6 +68,7 @@ def plan_dict(plan: Plan) -> dict:
         "model": {k: v for k, v in plan.stats.items() if k != "blocks"},
         "overridden": pr.overridden,
         "warnings": pr.warnings,
+        "audit": plan.audit,
         "diagnosis": list(getattr(plan, "diagnosis", None) or []),
     }
 
@@ -107,6 +108,12 @@ def to_table(plan: Plan) -> str:
     lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
                  f"({plan.stats.get('variables', 0)} variables, {plan.stats.get('integer_variables', 0)} integer, "
                  f"{plan.stats.get('constraints', 0)} constraints)")
+    if plan.audit == []:
+        lines.append("audit      passed: every constraint and the cost recomputed from the plan's rows")
+    elif plan.audit:
+        lines.append(f"audit      FAILED, {len(plan.audit)} violation(s): the plan disagrees with the model; "
+                     "please report it")
+        lines += [f"           - {v}" for v in plan.audit[:20]]
     for w in pr.warnings:
         lines.append(f"warning    {w}")
     if pr.overridden:

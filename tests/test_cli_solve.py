@@ -52,12 +52,31 @@ def test_json_contract(tmp_path):
     assert {"offering", "pricing", "units", "new_units"} <= set(d["commitments"][0])
     assert {"service", "period", "offering", "gpu", "replicas", "gpus", "rps"} <= set(d["inference"][0])
     assert d["catalog_version"]
+    assert d["audit"] == []  # every solve is audited; nothing found
 
 
 def test_table_is_default(tmp_path):
     r = gpuopt("solve", str(write(tmp_path, BASE)))
     assert r.returncode == 0, r.stderr
     assert "status     optimal" in r.stdout and "Costs by pricing kind" in r.stdout
+    assert "audit      passed" in r.stdout
+
+
+def test_a_failed_audit_is_reported_not_hidden(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from optimizer import pipeline
+    from optimizer.cli import main
+
+    monkeypatch.setattr(pipeline, "audit", lambda plan: ["capacity od/p1: 9 inference GPUs > 1 units × 8"])
+    path = str(write(tmp_path, BASE))
+    table = CliRunner().invoke(main, ["solve", path])
+    assert table.exit_code == 0
+    assert "audit      FAILED, 1 violation(s)" in table.output and "capacity od/p1: 9 inference GPUs" in table.output
+    js = CliRunner().invoke(main, ["solve", path, "--format", "json"])
+    assert js.exit_code == 0
+    assert json.loads(js.stdout)["audit"] == ["capacity od/p1: 9 inference GPUs > 1 units × 8"]
+    assert "warning: the plan failed its audit (1 violations)" in js.stderr
 
 
 def test_csv_writes_tables_and_never_overwrites(tmp_path):

@@ -56,6 +56,9 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets, 
         click.echo(f"wrote {len(paths)} CSV files to {out_dir}", err=True)
     else:
         click.echo(to_table(plan))
+    if plan.audit and fmt != "table":  # the table already lists them
+        click.echo(f"warning: the plan failed its audit ({len(plan.audit)} violations); first: {plan.audit[0]}",
+                   err=True)
     if not plan.status.has_plan:
         click.echo(f"{plan.status.value}: {plan.result.message}", err=True)
         if fmt != "table":  # the table already shows the diagnosis on stdout
