@@ -189,7 +189,7 @@ FIXED_IN_POLISH = COMMITMENTS + ("training-select",)
 
 def polish(mip: MIP, x0: np.ndarray, time_limit: float | None = None, arrays: Arrays | None = None,
            gap: float = 0.005, guide: np.ndarray | None = None, workers: int | None = None) -> np.ndarray:
-    """Fix-and-optimize: with commitments and training fixed at ``x0``, re-solve each period alone.
+    """Fix-and-optimize: with commitments and job configurations fixed at ``x0``, re-solve each period alone.
 
     What is left (replicas, routing, units running, where and how long
     each training cluster runs) has one period per column. A row that then
