@@ -73,7 +73,10 @@ def run(
                 f" (solver: {result.message})" if result.message else "")
     plan = extract(*model.restore(result), result)  # merged offerings mapped back to real ids
     if plan.status.has_plan:  # every constraint and the objective again, from the plan's own rows
-        plan.audit = audit(plan)
+        try:
+            plan.audit = audit(plan)
+        except Exception as exc:  # a bug in the audit is reported with the plan, never a traceback
+            plan.audit = [f"the audit itself failed: {type(exc).__name__}: {exc}"]
     if result.status == Status.INFEASIBLE:
         plan.diagnosis = diagnose(problem, cands, solver=solver, time_limit=time_limit, threads=threads, pre=pre)
     return plan

@@ -78,6 +78,13 @@ def test_a_failed_audit_is_reported_not_hidden(tmp_path, monkeypatch):
     assert json.loads(js.stdout)["audit"] == ["capacity od/p1: 9 inference GPUs > 1 units × 8"]
     assert "warning: the plan failed its audit (1 violations)" in js.stderr
 
+    def crash(plan):
+        raise KeyError("h100")
+
+    monkeypatch.setattr(pipeline, "audit", crash)
+    table = CliRunner().invoke(main, ["solve", path])
+    assert table.exit_code == 0 and "the audit itself failed: KeyError: 'h100'" in table.output
+
 
 def test_csv_writes_tables_and_never_overwrites(tmp_path):
     p = write(tmp_path, BASE)
