@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from optimizer import presolve
-from optimizer.audit import audit
 from optimizer.backends import BACKENDS, SolveResult, Status, solve
 from optimizer.backends.pulp_backend import parse_bound
 from optimizer.backends.warmstart import check_start, greedy_start, lp_start
@@ -33,7 +32,7 @@ def test_generated_plans_agree_and_pass_the_audit(tiny):
         for solver in ("cbc", "highs", "scip"):
             plan = run(pr, solver=solver, gap=1e-6, time_limit=60)
             assert plan.status == Status.OPTIMAL, (solver, plan.result.message)
-            assert audit(plan) == [], solver
+            assert plan.audit == [], solver
             assert plan.result.bound <= plan.objective + 1e-6 * abs(plan.objective)
             objs[solver] = plan.objective
         assert max(objs.values()) == pytest.approx(min(objs.values()), rel=1e-6), objs
@@ -116,7 +115,7 @@ def test_time_limit_gives_a_plan_with_its_bound_or_an_error(solver):
     if r.status == Status.ERROR:
         assert r.message
     else:
-        assert audit(plan) == []
+        assert plan.audit == []
         if r.status == Status.OPTIMAL:
             assert r.gap is not None and r.gap <= 1e-9 + 1e-12
         # never "optimal" without a proven bound within the gap; the bound includes the constant
@@ -134,7 +133,7 @@ def test_too_little_time_for_the_solver_gives_the_polished_start_with_the_lp_bou
     plan = run(pr, solver="highs", time_limit=20, gap=1e-9)
     r = plan.result
     assert called == [] and r.start == "kept" and "too little time" in r.message
-    assert r.status == Status.FEASIBLE and audit(plan) == []
+    assert r.status == Status.FEASIBLE and plan.audit == []
     assert r.bound is not None and r.bound <= r.objective and r.gap == pytest.approx((r.objective - r.bound) / r.objective)
     monkeypatch.setattr(presolve.Model, "ROOT_FACTOR", 0.0)  # never skipped: the solver runs
     run(pr, solver="highs", time_limit=20, gap=1e-9)  # the stub returns no result: a failed solve, exit 3
@@ -233,4 +232,4 @@ def test_threads_reach_the_polish(tiny, monkeypatch):
 
     monkeypatch.setattr(warmstart, "polish", spy)
     plan = run(tiny[0], solver="highs", time_limit=20, threads=1)
-    assert seen == [1] and audit(plan) == []
+    assert seen == [1] and plan.audit == []

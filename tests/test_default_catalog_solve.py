@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optimizer.audit import audit
+from conftest import assert_audited
 from optimizer.load import load_problem
 from optimizer.pipeline import run
 from optimizer.report import to_json
@@ -23,7 +23,7 @@ def test_q3_on_the_default_catalog():
     # a time limit keeps the suite short; to optimality it takes about 4 minutes here (docs/catalog.md)
     plan = run(problem, time_limit=25, gap=0.01)
     assert plan.result.status.has_plan, plan.result.message
-    assert audit(plan) == []
+    assert_audited(plan)
     d = json.loads(to_json(plan))
     assert d["catalog_version"] == (ROOT / "catalogs" / "VERSION").read_text().strip()
     assert d["bound"] <= Q3_OWN_OPTIMUM * (1 + 1e-9)

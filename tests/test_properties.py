@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.audit import audit
+from conftest import assert_audited
 from optimizer.backends import Status
 from optimizer.load import load_problem
 from optimizer.pipeline import run
@@ -100,7 +100,7 @@ def solve(data: dict, diagnose: bool = True):
             with mock.patch("optimizer.pipeline.diagnose", lambda *a, **k: []):
                 plan = run(load_problem(path), gap=1e-9)
     assert plan.status in (Status.OPTIMAL, Status.INFEASIBLE), (plan.status, plan.result.message)
-    assert audit(plan) == [], audit(plan)
+    assert_audited(plan)
     if plan.status == Status.INFEASIBLE and diagnose:
         kinds = {d["kind"] for d in plan.diagnosis}
         assert kinds and "unknown" not in kinds, plan.diagnosis

@@ -14,11 +14,10 @@ import pandas as pd
 import pytest
 
 from optimizer import rentbuy as rb
-from optimizer.audit import audit
 from optimizer.load import load_problem
 from optimizer.pipeline import run
 
-from conftest import write_problem
+from conftest import assert_audited, write_problem
 
 SOLVER = "highs"
 
@@ -67,8 +66,7 @@ def audited(monkeypatch):
 
     def run_audited(problem, *a, **kw):
         plan = run(problem, *a, **kw)
-        violations = audit(plan)
-        assert violations == [], violations
+        assert_audited(plan)
         plans.append(plan)
         return plan
 
