@@ -388,6 +388,11 @@ class Model:
     #: every core: at ×1, 34 s left (8.5 LP-times) went to HiGHS, which raised the bound 0.4 % but left a
     #: plan 0.9 % dearer than polishing for that time (docs/performance.md)
     ROOT_FACTOR = 10.0
+    #: when the solver runs, the polish still gets at least this many times the LP's seconds (if the time
+    #: limit has them), so a longer limit never polishes less than a shorter one did: without it ×1 at
+    #: 120 s polished 36 s to 12.739 M where 60 s (solver skipped, ~52 s of polish) reached 12.666 M
+    #: (docs/performance.md)
+    POLISH_FLOOR = 15.0
 
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
@@ -403,7 +408,8 @@ class Model:
         None when neither heuristic finds a feasible plan. ``threads``: how
         many periods the polish solves at once (default: one per CPU).
         Without a time limit the polish gets 2 s per period. With ``time_limit``,
-        the LP gets :attr:`LP_SHARE` of it and the polish :attr:`POLISH_SHARE`;
+        the LP gets :attr:`LP_SHARE` of it and the polish :attr:`POLISH_SHARE`,
+        but not less than :attr:`POLISH_FLOOR` times the LP's seconds;
         when the solver would then have less than :attr:`ROOT_FACTOR` times
         the LP's seconds, :attr:`skip_solver` is set and the polish gets all
         the time that is left.
@@ -427,14 +433,24 @@ class Model:
             if time_limit is None:
                 polish_s = 2.0 * len(self.tables.periods)
             else:
-                left = time_limit - (_time.perf_counter() - t)
-                polish_s = self.POLISH_SHARE * time_limit
-                self.skip_solver = left - polish_s < self.ROOT_FACTOR * info.get("lp_seconds", 0.0)
-                if self.skip_solver:
-                    polish_s = left - 0.5  # a margin for the last period's overrun of its share (~0.1 s)
+                polish_s, self.skip_solver = self.polish_seconds(
+                    time_limit, time_limit - (_time.perf_counter() - t), info.get("lp_seconds", 0.0))
             return polish(self.mip, x, polish_s, a, guide=info.get("guide"), workers=threads) if polish_s > 0 else x
         finally:
             self.start_seconds = _time.perf_counter() - t
+
+    @classmethod
+    def polish_seconds(cls, time_limit: float, left: float, lp_seconds: float) -> tuple[float, bool]:
+        """The polish's seconds and whether the solver is skipped, with ``left`` of ``time_limit`` unspent.
+
+        The polish gets :attr:`POLISH_SHARE` of the limit, or :attr:`POLISH_FLOOR` LP-times if that is
+        more (never more than ``left``). If what the solver would then have is under :attr:`ROOT_FACTOR`
+        LP-times, the solver is skipped and the polish gets all of ``left`` but a margin for the last
+        period's overrun of its share (~0.1 s).
+        """
+        polish_s = min(left, max(cls.POLISH_SHARE * time_limit, cls.POLISH_FLOOR * lp_seconds))
+        skip = left - polish_s < cls.ROOT_FACTOR * lp_seconds
+        return (left - 0.5 if skip else polish_s), skip
 
     def solve_from(self, x0: np.ndarray | None, solver: str, time_limit: float | None = None,
                    gap: float = 1e-6, threads: int | None = None):

@@ -140,6 +140,26 @@ def test_too_little_time_for_the_solver_gives_the_polished_start_with_the_lp_bou
     assert called == [1]
 
 
+@pytest.mark.parametrize("lp_s", [0.3, 4.0, 40.0])
+def test_a_longer_time_limit_never_cuts_the_polish_below_its_floor(lp_s):
+    """The polish gets POLISH_FLOOR LP-times whenever the limit has them; skipping the solver gives it all."""
+    M = presolve.Model
+    for T in np.arange(5.0, 2000.0, 0.5):
+        left = T - 1.0 - lp_s  # the LP and the rounding are spent
+        if left <= 0:
+            continue
+        polish_s, skip = M.polish_seconds(T, left, lp_s)
+        assert polish_s <= left
+        if skip:
+            assert polish_s == pytest.approx(left - 0.5)
+        else:
+            assert left - polish_s >= M.ROOT_FACTOR * lp_s  # the solver has its root rounds' worth
+            assert polish_s >= min(left, M.POLISH_FLOOR * lp_s) - 1e-9
+            assert polish_s >= M.POLISH_SHARE * T - 1e-9
+    # ×1 (LP ≈ 4 s) given 120 s: before the floor the polish got 36 s; now 60 s, and the solver still runs
+    assert M.polish_seconds(120.0, 115.0, 4.0) == (pytest.approx(60.0), False)
+
+
 def test_cli_time_limit_exit_code(tmp_path):
     import subprocess
 
