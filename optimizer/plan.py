@@ -15,7 +15,7 @@ import pandas as pd
 
 from .backends.result import SolveResult, Status
 from .candidates import Candidates
-from .formulation import Tables, discount_factors, horizon_end_month
+from .formulation import RENTED, Tables, discount_factors, horizon_end_month
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .mip import MIP
 
@@ -157,17 +157,33 @@ def _period_order(P: pd.DataFrame):
     return key
 
 
+def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
+    """One row per commitment row and period in which it holds its units.
+
+    A reserved row (``pricing`` reserved, term block ``block``) holds them in
+    the periods whose month lies in its term, ⌊month ÷ term_months⌋ = block;
+    an owned row in every period. ``rows`` needs ``offering``, ``pricing`` and
+    ``block``; the result adds ``period``, ``month``, ``hours``, the row's
+    position ``_c`` and the period's position ``_p``, in row order, then
+    period order.
+    """
+    r = rows.reset_index(drop=True).assign(_c=np.arange(len(rows)))
+    per = P[["month", "hours"]].rename_axis("period").reset_index().assign(_p=np.arange(len(P)))
+    x = r.merge(per, how="cross")
+    in_term = (x["month"] // x["offering"].map(O["term_months"])) == x["block"]
+    return x[(x["pricing"] != "reserved") | in_term].reset_index(drop=True)
+
+
 def _commitments(problem: Problem, O: pd.DataFrame, units: dict) -> pd.DataFrame:
     """Reserved units per term block and owned units, with what a term leaves after the horizon."""
     P = problem.periods
     res = units["units-reserved"]
-    res = res[res["units"] > 0].assign(new_units=np.nan, existing_units=np.nan)
+    res = res[res["units"] > 0].assign(new_units=np.nan, existing_units=np.nan, pricing="reserved")
     term = res["offering"].map(O["term_months"]).fillna(12).astype(int)
     res["start_month"] = res["block"] * term
     # months of each block the horizon covers: hours of its periods ÷ 730
-    covered = [P.loc[(P["month"] // t) == b, "hours"].sum() / HOURS_PER_MONTH
-               for b, t in zip(res["block"], term)]
-    res["months_after_horizon"] = np.maximum(0.0, term.to_numpy(float) - np.asarray(covered, dtype=float))
+    covered = term_periods(res, O, P).groupby("_c")["hours"].sum().reindex(range(len(res)), fill_value=0.0)
+    res["months_after_horizon"] = np.maximum(0.0, term.to_numpy(float) - covered.to_numpy(float) / HOURS_PER_MONTH)
     own = units["units-owned-new"].rename(columns={"units": "new_units"})
     own["existing_units"] = own["offering"].map(O["existing_units"]).fillna(0).astype(int)
     own["units"] = own["new_units"] + own["existing_units"]
@@ -189,16 +205,9 @@ def _commitments(problem: Problem, O: pd.DataFrame, units: dict) -> pd.DataFrame
 
 def held_units(plan: "Plan", O: pd.DataFrame, P: pd.DataFrame) -> pd.Series:
     """Reserved or owned units available per (offering, period), from the commitments."""
-    out = {}
-    for r in plan.commitments.itertuples():
-        if r.pricing == "reserved":
-            t = int(O.at[r.offering, "term_months"])
-            for p in P.index[(P["month"] // t) == r.block]:
-                out[(r.offering, p)] = r.units
-        else:
-            for p in P.index:
-                out[(r.offering, p)] = r.units
-    return pd.Series(out, dtype=float)
+    tp = term_periods(plan.commitments, O, P)
+    return pd.Series(tp["units"].to_numpy(float), index=pd.MultiIndex.from_arrays([tp["offering"], tp["period"]]),
+                     dtype=float)
 
 
 def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) -> pd.DataFrame:
@@ -208,14 +217,13 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
                               / plan.training["period"].map(P["hours"]))
     trg = tr.groupby(["offering", "period"])["avg"].sum().rename("training_gpus")
     run = running.set_index(["offering", "period"])["units"].rename("units_running")
-    held = held_units(plan, O, P)
+    held = held_units(plan, O, P).rename("units_held")
     idx = pd.MultiIndex.from_product([O.index, P.index], names=["offering", "period"])
-    u = pd.concat([inf, trg, run], axis=1).reindex(idx).fillna(0.0).reset_index()
+    u = pd.concat([inf, trg, run, held], axis=1).reindex(idx).fillna(0.0).reset_index()
     u["pricing"] = u["offering"].map(O["pricing"])
     u["G"] = u["offering"].map(O["G"])
     fixed = u["pricing"].isin(["reserved", "owned"])
-    u["units"] = np.where(fixed, [held.get((o, p), 0.0) for o, p in zip(u["offering"], u["period"])],
-                          u["units_running"])
+    u["units"] = np.where(fixed, u["units_held"], u["units_running"])
     # rented training clusters are billed for exactly the GPUs they run: they add to what is held
     u["capacity_gpus"] = u["units"] * u["G"] + np.where(fixed, 0.0, u["training_gpus"])
     used = u["inference_gpus"] + u["training_gpus"]
@@ -226,77 +234,102 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
               "utilisation"]].reset_index(drop=True)
 
 
+LEDGER_COLUMNS = ["offering", "pricing", "period", "item", "workload", "cost", "pv"]
+
+
 def ledger(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     """Every cost item of the plan, under both accountings.
 
     Columns: offering, pricing, period (empty for one-off items), item,
     workload (empty for capacity items shared by all), cost (counted as under
     ``objective: cost``) and pv (the cash flow discounted as under
-    ``objective: npv`` at the problem's discount rate).
+    ``objective: npv`` at the problem's discount rate). Rows come in this
+    order: rented units running for inference, training hours, owned
+    inference's busy energy, then each reservation (its periods, then its
+    upfront payment) and each owned commitment (its one-off items, then per
+    period its fixed cost and idle energy).
     """
-    problem = plan.problem
-    rate = problem.discount_rate
+    rate = plan.problem.discount_rate
     H = float(P["hours"].sum())
     disc = discount_factors(P["month"], rate)
     end = (1.0 + rate) ** (-horizon_end_month(P) / 12.0)
-    rows: list[tuple] = []
+    parts: list[pd.DataFrame] = []
 
-    def add(offering, period, item, workload, cost, pv):
-        rows.append((offering, O.at[offering, "pricing"], period, item, workload, float(cost), float(pv)))
+    def add(g: int, rows: pd.DataFrame, item, workload, cost, pv, period=None, c=None, phase=0, p=None, sub=0):
+        """Append ledger rows of group ``g``; ``c``, ``phase``, ``p``, ``sub`` order them within it."""
+        n = len(rows)
+        if not n:
+            return
+
+        def col(v, dtype=None):
+            return np.broadcast_to(np.asarray(v, dtype=dtype), (n,))
+
+        parts.append(pd.DataFrame({
+            "offering": rows["offering"].to_numpy(), "pricing": rows["offering"].map(O["pricing"]).to_numpy(),
+            "period": rows["period"].to_numpy() if period is None else col(period, object),
+            "item": col(item, object), "workload": col(workload, object),
+            "cost": col(cost, float), "pv": col(pv, float),
+            "_g": g, "_c": np.arange(n) if c is None else col(c), "_phase": phase,
+            "_p": 0 if p is None else col(p), "_sub": sub}))
+
+    def on(rows: pd.DataFrame, col: str) -> pd.Series:
+        return rows["offering"].map(O[col])
 
     # rented units running for inference, whole period blocks
-    for r in plan.usage[plan.usage["pricing"].isin(["on_demand", "spot"])].itertuples():
-        if r.units > 0:
-            c = r.units * O.at[r.offering, "price"] * P.at[r.period, "hours"]
-            add(r.offering, r.period, "rental", "", c, c * disc[r.period])
+    u = plan.usage[plan.usage["pricing"].isin(RENTED) & (plan.usage["units"] > 0)]
+    c = u["units"] * on(u, "price") * u["period"].map(P["hours"])
+    add(0, u, "rental", "", c, c * u["period"].map(disc))
     # training: rented clusters billed for the hours they run; owned clusters pay busy energy
-    for r in plan.training.itertuples():
-        o = O.loc[r.offering]
-        if r.pricing in ("on_demand", "spot"):
-            c = r.gpus * o["price"] / o["G"] * r.hours
-            add(r.offering, r.period, "rental", r.job, c, c * disc[r.period])
-        elif r.pricing == "owned":
-            c = r.gpus * r.hours * o["energy_per_gpu_hour"]
-            add(r.offering, r.period, "energy-busy", r.job, c, c * disc[r.period])
-    for r in plan.inference[plan.inference["pricing"] == "owned"].itertuples():
-        o = O.loc[r.offering]
-        c = r.gpus * P.at[r.period, "hours"] * o["energy_per_gpu_hour"]
-        add(r.offering, r.period, "energy-busy", r.service, c, c * disc[r.period])
+    t = plan.training[plan.training["pricing"].isin(RENTED + ("owned",))]
+    rent = t["pricing"].isin(RENTED)
+    c = np.where(rent, t["gpus"] * on(t, "price") / on(t, "G") * t["hours"],
+                 t["gpus"] * t["hours"] * on(t, "energy_per_gpu_hour"))
+    add(1, t, np.where(rent, "rental", "energy-busy"), t["job"], c, c * t["period"].map(disc))
+    i = plan.inference[plan.inference["pricing"] == "owned"]
+    c = i["gpus"] * i["period"].map(P["hours"]) * on(i, "energy_per_gpu_hour")
+    add(2, i, "energy-busy", i["service"], c, c * i["period"].map(disc))
+
+    # reservations: paid every hour of the horizon, used or not; the upfront when the term starts
+    res = term_periods(plan.commitments[plan.commitments["pricing"] == "reserved"], O, P)
+    c = res["units"] * on(res, "price") * res["hours"]
+    add(3, res, "reservation", "", c, c * res["period"].map(disc), c=res["_c"], p=res["_p"])
+    first = res.drop_duplicates("_c")
+    first = first[on(first, "upfront") > 0]
+    c = first["units"] * on(first, "upfront")
+    add(3, first, "upfront", "", c, c * (1.0 + rate) ** (-first["start_month"] / 12.0), c=first["_c"], phase=1)
+
+    # owned: depreciation (cost) or capex and book value (npv); fixed costs and idle energy per period
+    own = plan.commitments[plan.commitments["pricing"] == "owned"].reset_index(drop=True)
+    new = own[own["new_units"] > 0]
+    life_h = on(new, "lifetime_years") * HOURS_PER_YEAR
+    capex, resid = on(new, "capex"), on(new, "residual_fraction")
+    book = new["new_units"] * capex * (1 - (1 - resid) * np.minimum(1.0, H / life_h))
+    add(4, new, "depreciation", "", new["new_units"] * capex * (1 - resid) * H / life_h, 0.0, "", c=new.index, sub=0)
+    add(4, new, "capex", "", 0.0, new["new_units"] * capex, "", c=new.index, sub=1)
+    add(4, new, "book-value", "", 0.0, -book * end, "", c=new.index, sub=2)
+    tp = term_periods(own, O, P)
     # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
     busy = (plan.inference.assign(gh=plan.inference["gpus"] * plan.inference["period"].map(P["hours"]))
             .groupby(["offering", "period"])["gh"].sum()
             .add(plan.training.assign(gh=plan.training["gpus"] * plan.training["hours"])
                  .groupby(["offering", "period"])["gh"].sum(), fill_value=0.0))
-    # reservations: paid every hour of the horizon, used or not
-    for r in plan.commitments[plan.commitments["pricing"] == "reserved"].itertuples():
-        o = O.loc[r.offering]
-        in_term = P.index[(P["month"] // int(o["term_months"])) == r.block]
-        for p in in_term:
-            c = r.units * o["price"] * P.at[p, "hours"]
-            add(r.offering, p, "reservation", "", c, c * disc[p])
-        if o["upfront"] > 0:
-            c = r.units * o["upfront"]  # paid when the term starts; booked in its first period
-            add(r.offering, in_term[0], "upfront", "", c, c * (1.0 + rate) ** (-r.start_month / 12.0))
-    # owned: depreciation (cost) or capex and book value (npv); fixed costs and idle energy per period
-    for r in plan.commitments[plan.commitments["pricing"] == "owned"].itertuples():
-        o = O.loc[r.offering]
-        if r.new_units > 0:
-            life_h = o["lifetime_years"] * HOURS_PER_YEAR
-            dep = r.new_units * o["capex"] * (1 - o["residual_fraction"]) * H / life_h
-            book = r.new_units * o["capex"] * (1 - (1 - o["residual_fraction"]) * min(1.0, H / life_h))
-            add(r.offering, "", "depreciation", "", dep, 0.0)
-            add(r.offering, "", "capex", "", 0.0, r.new_units * o["capex"])
-            add(r.offering, "", "book-value", "", 0.0, -book * end)
-        for p in P.index:
-            h = P.at[p, "hours"]
-            c = r.units * o["fixed_per_month"] * h / HOURS_PER_MONTH
-            if c:
-                add(r.offering, p, "fixed", "", c, c * disc[p])
-            idle_gh = r.units * o["G"] * h - float(busy.get((r.offering, p), 0.0))
-            c = idle_gh * o["energy_per_gpu_hour"] * o["idle_power_fraction"]
-            if c:
-                add(r.offering, p, "energy-idle", "", c, c * disc[p])
-    return pd.DataFrame(rows, columns=["offering", "pricing", "period", "item", "workload", "cost", "pv"])
+    busy_tp = busy.reindex(pd.MultiIndex.from_arrays([tp["offering"], tp["period"]]), fill_value=0.0).to_numpy()
+    fixed = tp["units"] * on(tp, "fixed_per_month") * tp["hours"] / HOURS_PER_MONTH
+    keep = fixed != 0
+    add(4, tp[keep], "fixed", "", fixed[keep], fixed[keep] * tp.loc[keep, "period"].map(disc),
+        c=tp.loc[keep, "_c"], phase=1, p=tp.loc[keep, "_p"], sub=0)
+    idle = ((tp["units"] * on(tp, "G") * tp["hours"] - busy_tp) * on(tp, "energy_per_gpu_hour")
+            * on(tp, "idle_power_fraction"))
+    keep = idle != 0
+    add(4, tp[keep], "energy-idle", "", idle[keep], idle[keep] * tp.loc[keep, "period"].map(disc),
+        c=tp.loc[keep, "_c"], phase=1, p=tp.loc[keep, "_p"], sub=1)
+    if not parts:
+        return pd.DataFrame(columns=LEDGER_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    # within a commitment: a reservation's periods, then its upfront; an owned unit's one-offs, then its
+    # periods. The other groups keep their rows' order
+    out = out.sort_values(["_g", "_c", "_phase", "_p", "_sub"], kind="stable")
+    return out[LEDGER_COLUMNS].reset_index(drop=True)
 
 
 def allocate(plan: Plan) -> pd.DataFrame:

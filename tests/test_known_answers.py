@@ -70,6 +70,12 @@ def test_reserved_upfront(solve):
             "inference": [svc(demand={"p1": 10, "p2": 3})]}
     plan = solve(data)
     assert plan.objective == pytest.approx(27_000)
+    # the ledger's rows, in its documented order: rented units (p1: 2 × 80 × 100), then the reservation's
+    # periods (40 × 100 each) and its upfront, booked in the term's first period
+    L = plan.ledger
+    assert list(zip(L["item"], L["period"], L["cost"].round(6))) == [
+        ("rental", "p1", 16_000.0), ("reservation", "p1", 4_000.0), ("reservation", "p2", 4_000.0),
+        ("upfront", "p1", 3_000.0)]
 
 
 def test_spot_only_where_allowed(solve):
