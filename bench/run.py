@@ -52,7 +52,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
     t2 = time.perf_counter()
-    start = model.start(time_limit, threads) if start_on else None  # as the pipeline does: its LP gets a share
+    budget = presolve.solve_budget(time_limit, t2 - t0)  # as the pipeline does: the limit is the run's wall
+    start = model.start(budget, threads) if start_on else None
     t3 = time.perf_counter()
     st = model.mip.stats()
     row = {"scale": scale, "solver": solver, "seed": seed, "time_limit": time_limit, "gap_target": gap,
@@ -63,8 +64,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     if model.pre is not None:
         row["presolve"] = model.pre.summary()
         row["presolve"].pop("merge_groups", None)
-    res = (model.solve_from(start, solver, time_limit, gap, threads) if start_on else
-           solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads))
+    res = (model.solve_from(start, solver, budget, gap, threads) if start_on else
+           solve(model.mip, solver=solver, time_limit=budget, gap=gap, threads=threads))
     t4 = time.perf_counter()
     handover_s = res.build_seconds  # before restore() adds the start's seconds
     plan = extract(*model.restore(res), res)

@@ -61,8 +61,10 @@ def run(
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
         try:
-            x0 = model.start(time_limit, threads)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
-            result = model.solve_from(x0, solver, time_limit, gap, threads)
+            # the limit is the whole run's: the build is spent and the plan and audit will take about as long
+            budget = presolve.solve_budget(time_limit, time.perf_counter() - t0)
+            x0 = model.start(budget, threads)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
+            result = model.solve_from(x0, solver, budget, gap, threads)
         except InputError:
             raise
         except Exception as exc:  # a crashing back end is a failed solve (exit 3), never a traceback

@@ -160,6 +160,25 @@ def test_a_longer_time_limit_never_cuts_the_polish_below_its_floor(lp_s):
     assert M.polish_seconds(120.0, 115.0, 4.0) == (pytest.approx(60.0), False)
 
 
+def test_the_time_limit_bounds_the_whole_run():
+    """--time-limit is the run's wall clock: build, start, solve, plan and audit (generous slack for CI)."""
+    import time
+
+    pr = problem(scale=0.25, seed=0)  # 26 weeks: far from proven optimal at gap 1e-9 in 8 s
+    t = time.perf_counter()
+    plan = run(pr, solver="highs", time_limit=8, gap=1e-9)
+    wall = time.perf_counter() - t
+    assert plan.status == Status.FEASIBLE and plan.audit == []
+    assert wall < 1.5 * 8 + 2
+
+
+def test_the_solver_budget_leaves_room_for_the_build_and_what_follows():
+    # 60 s with a 0.9 s build: 0.9 s spent, about 0.9 s kept for the plan and audit
+    assert presolve.solve_budget(60.0, 0.9) == pytest.approx(58.2)
+    assert presolve.solve_budget(None, 5.0) is None
+    assert presolve.solve_budget(10.0, 20.0) == pytest.approx(2.5)  # a slow build still leaves a quarter
+
+
 def test_cli_time_limit_exit_code(tmp_path):
     import subprocess
 
