@@ -394,8 +394,15 @@ class Model:
     #: (docs/performance.md)
     POLISH_FLOOR = 15.0
 
+    #: HiGHS checks its limit between root rounds, so it overruns by about a round: the solver's limit
+    #: is cut by this many LP-times (at least 1 s). Without it ×0.5 at 60 s took 63.3 s of wall, HiGHS
+    #: taking 34.7 s of its 31.6 (docs/performance.md)
+    OVERRUN_LP_TIMES = 2.0
+
     #: seconds the last :meth:`start` took (added to the result's build time by :meth:`restore`)
     start_seconds: float = 0.0
+    #: seconds kept back from the solver's limit for its overrun (set by :meth:`start`)
+    solver_margin: float = 0.0
     #: the best relaxation bound the warm start proved: the LP optimum, or the commitment MIP's bound
     #: when that ran (a relaxation too, and higher); see :meth:`restore`
     lp_bound: float | None = None
@@ -420,6 +427,7 @@ class Model:
 
         t = _time.perf_counter()
         self.skip_solver = False
+        self.solver_margin = 0.0
         try:
             info: dict = {}
             a = self.mip.arrays()
@@ -433,6 +441,7 @@ class Model:
             if time_limit is None:
                 polish_s = 2.0 * len(self.tables.periods)
             else:
+                self.solver_margin = max(1.0, self.OVERRUN_LP_TIMES * info.get("lp_seconds", 0.0))
                 polish_s, self.skip_solver = self.polish_seconds(
                     time_limit, time_limit - (_time.perf_counter() - t), info.get("lp_seconds", 0.0))
             return polish(self.mip, x, polish_s, a, guide=info.get("guide"), workers=threads) if polish_s > 0 else x
@@ -471,8 +480,8 @@ class Model:
         _lp_bound_into(result, self.lp_bound)
 
     def left(self, time_limit: float | None) -> float | None:
-        """What is left of ``time_limit`` for the solver after the warm start (at least a second)."""
-        return None if time_limit is None else max(1.0, time_limit - self.start_seconds)
+        """What is left of ``time_limit`` for the solver after the warm start and its overrun margin (≥ 1 s)."""
+        return None if time_limit is None else max(1.0, time_limit - self.start_seconds - self.solver_margin)
 
     def solve(self, solver: str | None = None, time_limit: float | None = None, gap: float = 1e-6,
               threads: int | None = None, warm_start: bool = True):
@@ -524,16 +533,16 @@ def _lp_bound_into(result, lp_bound: float | None) -> None:
         result.gap = relative_gap(result.objective, result.bound)
 
 
-#: what follows the solve (map-back, plan tables, audit) takes about as long as the build before it
-#: (×1: 1.3 s after a 0.9 s build; ×4: 5.4 s after 5.9 s; docs/performance.md)
-AFTER_SOLVE_PER_BUILD = 1.0
+#: what follows the solve (map-back, plan tables, audit) takes 1.0–1.45 times as long as the build before
+#: it (×0.25–×4: 0.51 s after 0.32 s … 5.75 s after 5.78 s; docs/performance.md); 1.5 keeps the wall inside
+AFTER_SOLVE_PER_BUILD = 1.5
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
     """Seconds of ``time_limit`` (a wall-clock budget for the whole run) left to the start and the solver.
 
     ``spent`` seconds have gone on candidates, presolve and the model build;
-    as many again (:data:`AFTER_SOLVE_PER_BUILD`) are kept for what follows
+    :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows
     the solve. The start and the solver always get at least a quarter of
     the limit, however slow the build. None: no limit.
     """

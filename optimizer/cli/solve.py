@@ -29,7 +29,8 @@ def solver_options(f):
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Seconds; the best plan so far is returned as `feasible` with its bound.")(f)
+                     help="Wall-clock seconds for each solve, from the model build to the audited plan; the best "
+                     "plan so far is returned as `feasible` with its bound.")(f)
     f = click.option("--solver", type=click.Choice(sorted(BACKENDS), case_sensitive=False),
                      default=DEFAULT_SOLVER, show_default=True, help="Solver back end.")(f)
     return f
