@@ -135,24 +135,35 @@ def _sizing():
     return sizing if all(hasattr(sizing, n) for n in need) else None
 
 
+def _offered_specs(problem: Problem, model: str):
+    """(sizing module, the model's architecture, efficiency factors, [(GPU type, spec)] per offered type), or None.
+
+    None when the sizing module is not available; resolution errors propagate.
+    """
+    sz = _sizing()
+    if sz is None:
+        return None
+    models, gpus, eff = sz.load_reference(problem.spec, problem.file)
+    arch = sz.resolve_model(model, models)
+    return sz, arch, eff, [(g, sz.resolve_gpu(g, gpus)) for g in sorted(set(problem.offerings["gpu"]))]
+
+
 def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> dict:
     where = f"inference[{s.name}]"
     btext = _bucket_text(s, buckets, partial)
     precs = ", ".join(s.precisions)
     generic = culprit("no-fit", f"{where}{btext}: model {s.model} has no configuration on any offered GPU "
                                 f"type in precisions [{precs}] (VRAM or SLOs)", workload=s.name)
-    sz = _sizing()
-    if sz is None:
-        return generic
     try:
-        models, gpus, eff = sz.load_reference(problem.spec, problem.file)
-        arch = sz.resolve_model(s.model, models)
+        ref = _offered_specs(problem, s.model)
+        if ref is None:
+            return generic
+        sz, arch, eff, offered = ref
         tps = tuple(getattr(sz, "TP_DEGREES", (1, 2, 4, 8)))
         bk = [b for b in s.buckets if b.name in buckets]
         best_need = None  # (GB per GPU, gpu, tp, precision, usable GB)
         slo_best = None  # (gpu, tp, precision, ttft, tpot) of a config that fits VRAM but misses the SLOs
-        for gname in sorted(set(problem.offerings["gpu"])):
-            spec = sz.resolve_gpu(gname, gpus)
+        for gname, spec in offered:
             usable = float(spec.vram_gb) * float(eff["vram_usable_fraction"])
             for prec in dict.fromkeys(s.precisions):
                 for tp in tps:
@@ -273,15 +284,13 @@ def _no_fit_job(problem: Problem, j) -> dict:
     sizes = ", ".join(str(n) for n in sorted(set(j.cluster_gpus)))
     generic = culprit("no-fit", f"{where}: model {j.model} cannot be trained in {j.precision} on any offered GPU "
                                 f"type with cluster_gpus [{sizes}]", workload=j.name)
-    sz = _sizing()
-    if sz is None:
-        return generic
     try:
-        models, gpus, eff = sz.load_reference(problem.spec, problem.file)
-        arch = sz.resolve_model(j.model, models)
+        ref = _offered_specs(problem, j.model)
+        if ref is None:
+            return generic
+        sz, arch, eff, offered = ref
         best = None
-        for gname in sorted(set(problem.offerings["gpu"])):
-            spec = sz.resolve_gpu(gname, gpus)
+        for gname, spec in offered:
             for n in sorted(set(j.cluster_gpus)):
                 r = sz.estimate_training(arch, spec, n, j.precision, float(j.tokens), eff)
                 v = r.get("vram_gb_per_gpu")
