@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .formulation import MAX_SPOT_WASTE, spot_waste
+from .formulation import MAX_SPOT_WASTE, RENTED, spot_waste
 from .plan import Plan, held_units
 
 TOL = 1e-6
@@ -134,7 +134,7 @@ def audit(plan: Plan) -> list[str]:
     cap["pricing"] = O["pricing"].reindex(o_of).to_numpy()
     for col in ("gpus_per_unit", "max_units"):
         cap[col] = O[col].astype(float).reindex(o_of).to_numpy()
-    rented = cap["pricing"].isin(["on_demand", "spot"]).to_numpy()
+    rented = cap["pricing"].isin(RENTED).to_numpy()
     running = plan.usage.groupby(["offering", "period"])["units"].sum()
     cap["u"] = np.where(rented, running.reindex(op, fill_value=0.0).to_numpy(),
                         held.reindex(op, fill_value=0.0).to_numpy() if len(held) else 0.0)
@@ -154,7 +154,7 @@ def audit(plan: Plan) -> list[str]:
         v.append(f"units {o}: {n:g} > max_units {m:g}")
     # a training cluster fits whole beside its period's inference (held) or under max_units (rented)
     at = cap.reindex(list(zip(tr["offering"], tr["period"])))
-    free = np.where(at["pricing"].isin(["on_demand", "spot"]),
+    free = np.where(at["pricing"].isin(RENTED),
                     ((at["max_units"] - at["u"]) * at["gpus_per_unit"]).fillna(np.inf),  # no max_units: no limit
                     at["gpus_per_unit"] * at["u"] - at["I"])
     bad = tr["gpus"].to_numpy(float) > free + TOL

@@ -61,7 +61,7 @@ def run(
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))
     else:
         try:
-            # the limit is the whole run's: the build is spent and the plan and audit will take about as long
+            # the limit is the whole run's: the build is spent, and the plan and audit after the solve need time too
             budget = presolve.solve_budget(time_limit, time.perf_counter() - t0)
             x0 = model.start(budget, threads)  # the cheaper of a greedy and an LP-rounded plan (backends.warmstart)
             result = model.solve_from(x0, solver, budget, gap, threads)

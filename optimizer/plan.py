@@ -15,7 +15,7 @@ import pandas as pd
 
 from .backends.result import SolveResult, Status
 from .candidates import Candidates
-from .formulation import RENTED, Tables, discount_factors, horizon_end_month
+from .formulation import RENTED, Tables, discount_factors, horizon_end_month, period_blocks
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .mip import MIP
 
@@ -169,9 +169,12 @@ def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     """
     r = rows.reset_index(drop=True).assign(_c=np.arange(len(rows)))
     per = P[["month", "hours"]].rename_axis("period").reset_index().assign(_p=np.arange(len(P)))
-    x = r.merge(per, how="cross")
-    in_term = (x["month"] // x["offering"].map(O["term_months"])) == x["block"]
-    return x[(x["pricing"] != "reserved") | in_term].reset_index(drop=True)
+    reserved = r["pricing"] == "reserved"
+    # the model's own period -> term block map, so the plan reads blocks exactly as the model built them
+    blocks = period_blocks(O.rename_axis("offering").reset_index(), per)
+    x = pd.concat([r[reserved].merge(blocks, on=["offering", "block"]).merge(per, on="period"),
+                   r[~reserved].merge(per, how="cross")], ignore_index=True)
+    return x.sort_values(["_c", "_p"], kind="stable").reset_index(drop=True)
 
 
 def _commitments(problem: Problem, O: pd.DataFrame, units: dict) -> pd.DataFrame:
