@@ -38,9 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
+from ..formulation import RENTED
 from ..mip import MIP, Arrays
 
-RENTED = ("on_demand", "spot")
 TOL = 1e-6
 #: reserved and new owned units: what the commitment MIP keeps integral and the polish keeps fixed
 COMMITMENTS = ("units-reserved", "units-owned-new")
