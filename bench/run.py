@@ -3,7 +3,8 @@
 Usage::
 
     python bench/run.py --scales 0.25,0.5,1,2,4 --solvers highs,scip,cbc,cp-sat \\
-        --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--no-start] [--json FILE]
+        --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--no-start] [--json FILE] \\
+        [--weeks 26]
     python bench/run.py --handover --scales 1      # model hand-over only: PuLP objects vs MPS vs model_builder
 
 Each (scale, back end) runs in its own process (``--one`` is the child's
@@ -35,9 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.generate import WEEKS  # noqa: E402  (after the path is set)
+
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
-        presolve_on: bool, start_on: bool) -> dict:
+        presolve_on: bool, start_on: bool, weeks: int = WEEKS) -> dict:
     """One benchmark run in this process; returns its row."""
     from bench.generate import problem
     from optimizer import presolve
@@ -47,7 +50,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     from optimizer.plan import extract
 
     t0 = time.perf_counter()
-    pr = problem(scale, seed)
+    pr = problem(scale, seed, weeks=weeks)
     cands = build_candidates(pr)
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
@@ -56,7 +59,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     start = model.start(budget, threads) if start_on else None
     t3 = time.perf_counter()
     st = model.mip.stats()
-    row = {"scale": scale, "solver": solver, "seed": seed, "time_limit": time_limit, "gap_target": gap,
+    row = {"scale": scale, "solver": solver, "seed": seed, "weeks": weeks, "time_limit": time_limit,
+           "gap_target": gap,
            "vars": st["variables"], "int": st["integer_variables"], "rows": st["constraints"],
            "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
            "offerings": len(pr.offerings), "periods": len(pr.periods),
@@ -154,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-presolve", action="store_true")
     ap.add_argument("--no-start", action="store_true")
+    ap.add_argument("--weeks", type=int, default=WEEKS, help="weekly periods (the reference size has 26)")
     ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
     ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -163,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:
         row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
-                  not args.no_presolve, not args.no_start)
+                  not args.no_presolve, not args.no_start, args.weeks)
         print("ROW " + json.dumps(row, default=float))
         return 0
     if args.handover:
@@ -182,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     for s in scales:
         for solver in solvers:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--one", "--scales", str(s), "--solvers", solver,
-                   "--time-limit", str(args.time_limit), "--seed", str(args.seed), "--gap", str(args.gap)]
+                   "--time-limit", str(args.time_limit), "--seed", str(args.seed), "--gap", str(args.gap),
+                   "--weeks", str(args.weeks)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             if args.no_presolve:
