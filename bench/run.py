@@ -36,13 +36,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.generate import WEEKS  # noqa: E402  (after the path is set)
+from bench.generate import WEEKS, problem  # noqa: E402  (after the path is set)
 
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
         presolve_on: bool, start_on: bool, weeks: int = WEEKS) -> dict:
     """One benchmark run in this process; returns its row."""
-    from bench.generate import problem
     from optimizer import presolve
     from optimizer.audit import audit
     from optimizer.backends import solve
@@ -94,7 +93,6 @@ def handover(scale: float, seed: int) -> dict:
     import numpy as np
     import pulp
 
-    from bench.generate import problem
     from optimizer import presolve
     from optimizer.backends.ortools_backend import build_model as mb_build
     from optimizer.backends.pulp_backend import write_mps
@@ -158,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-presolve", action="store_true")
     ap.add_argument("--no-start", action="store_true")
-    ap.add_argument("--weeks", type=int, default=WEEKS, help="weekly periods (the reference size has 26)")
+    ap.add_argument("--weeks", type=int, default=WEEKS, help=f"weekly periods (the reference size has {WEEKS})")
     ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
     ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
