@@ -42,9 +42,9 @@ from bench.generate import WEEKS, problem  # noqa: E402  (after the path is set)
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
         presolve_on: bool, start_on: bool, weeks: int = WEEKS) -> dict:
     """One benchmark run in this process; returns its row."""
-    from optimizer import presolve
+    from optimizer.model import presolve
     from optimizer.audit import audit
-    from optimizer.backends import solve
+    from optimizer.solve.backends import solve
     from optimizer.candidates import build_candidates
     from optimizer.plan import extract
 
@@ -93,9 +93,9 @@ def handover(scale: float, seed: int) -> dict:
     import numpy as np
     import pulp
 
-    from optimizer import presolve
-    from optimizer.backends.ortools_backend import build_model as mb_build
-    from optimizer.backends.pulp_backend import write_mps
+    from optimizer.model import presolve
+    from optimizer.solve.backends.ortools_backend import build_model as mb_build
+    from optimizer.solve.backends.pulp_backend import write_mps
     from optimizer.candidates import build_candidates
 
     pr = problem(scale, seed)

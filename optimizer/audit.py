@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .formulation import MAX_SPOT_WASTE, RENTED, spot_waste
+from .model.formulation import MAX_SPOT_WASTE, RENTED, spot_waste
 from .plan import Plan, held_units
 
 TOL = 1e-6

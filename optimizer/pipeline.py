@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 
 from .audit import audit
-from .backends import DEFAULT_SOLVER, SolveResult, Status
+from .solve.backends import DEFAULT_SOLVER, SolveResult, Status
 from .candidates import Candidates, build_candidates
-from .diagnose import diagnose, precheck
+from .studies.diagnose import diagnose, precheck
 from .errors import InputError
-from . import presolve
+from .model import presolve
 from .load import Problem
 from .plan import Plan, extract
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .backends.result import SolveResult, Status
+from .solve.result import SolveResult, Status
 from .candidates import Candidates
-from .formulation import RENTED, Tables, discount_factors, horizon_end_month, period_blocks
+from .model.formulation import RENTED, Tables, discount_factors, horizon_end_month, period_blocks
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
-from .mip import MIP
+from .model.mip import MIP
 
 IDLE = "(idle)"
 #: Values below this are solver noise, not a plan decision.

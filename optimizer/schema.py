@@ -19,6 +19,14 @@ PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 OBJECTIVES = ("cost", "npv")
 
 Pricing = Literal["on_demand", "spot", "reserved", "owned"]
+#: how the GPUs inside one unit talk to each other
+UNIT_LINKS = ("nvlink", "xgmi", "pcie")
+UnitLink = Literal["nvlink", "xgmi", "pcie"]
+#: how units talk to each other; ``none``: no fabric, so a cluster never spans two units
+FABRICS = ("infiniband", "roce", "efa", "ethernet", "none")
+Fabric = Literal["infiniband", "roce", "efa", "ethernet", "none"]
+#: how a rented offering bills a training cluster: whole units, or the GPUs it uses
+Billing = Literal["per_unit", "per_gpu"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 
 NonNeg = Annotated[float, Field(ge=0)]
@@ -95,12 +103,23 @@ class Offering(Strict):
     electricity_per_kwh: NonNeg | None = None
     fixed_per_month: NonNeg | None = None
     existing_units: NonNegInt | None = None
+    # topology: how GPUs connect inside a unit and how units connect to each other
+    unit_link: UnitLink | None = None
+    fabric: Fabric | None = None
+    fabric_gbps_per_gpu: Pos | None = None
+    max_cluster_units: PosInt | None = None
+    # billing of rented training clusters (on_demand, spot): whole units or the GPUs used
+    billing: Billing | None = None
     # metadata (catalog entries carry source and date)
     provider: str | None = None
     instance_type: str | None = None
     source: str | None = None
     date: str | _dt.date | None = None
     notes: str | None = None
+    #: where ``max_units`` comes from (a provider's published quota, or a documented default)
+    quota_source: str | None = None
+    #: names of fields whose values are assumptions (no primary source); flagged where they decide a plan
+    assumed: list[str] | None = None
 
     @field_validator("gpus_per_unit")
     @classmethod
@@ -133,6 +152,17 @@ class Offering(Strict):
                 raise ValueError(
                     f"existing_units ({self.existing_units}) exceeds max_units ({self.max_units})"
                 )
+        if self.fabric == "none" and self.max_cluster_units is not None and self.max_cluster_units > 1:
+            raise ValueError(f"max_cluster_units {self.max_cluster_units} needs a fabric between units; "
+                             "fabric is none (one unit per cluster)")
+        if self.fabric == "none" and self.fabric_gbps_per_gpu is not None:
+            raise ValueError("fabric_gbps_per_gpu is given but fabric is none")
+        if self.billing is not None and self.pricing not in ("on_demand", "spot"):
+            raise ValueError(f"billing applies only to pricing on_demand or spot, not {self.pricing}")
+        if self.assumed:
+            unknown = sorted(set(self.assumed) - set(type(self).model_fields))
+            if unknown:
+                raise ValueError(f"assumed names fields that do not exist: {unknown}")
         return self
 
     # Defaults that apply when a kind-specific field is absent (docs/problem-format.md).

@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 
 from test_known_answers import BUCKETS, ONE_PERIOD, OWNED, SHARED, od, reserved_problem, svc
 

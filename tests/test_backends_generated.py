@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optimizer import presolve
-from optimizer.backends import BACKENDS, SolveResult, Status, solve
-from optimizer.backends.pulp_backend import parse_bound
-from optimizer.backends.warmstart import check_start, greedy_start, lp_start
+from optimizer.model import presolve
+from optimizer.solve.backends import BACKENDS, SolveResult, Status, solve
+from optimizer.solve.backends.pulp_backend import parse_bound
+from optimizer.solve.warmstart import check_start, greedy_start, lp_start
 from optimizer.candidates import build_candidates
 from optimizer.pipeline import run
 
@@ -72,7 +72,7 @@ def test_highs_reads_the_start_as_its_first_incumbent(tiny):
 
 
 def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny):
-    from optimizer.backends.warmstart import polish, solve_lp
+    from optimizer.solve.warmstart import polish, solve_lp
 
     for pr in tiny:
         model = presolve.build(pr, build_candidates(pr))
@@ -94,7 +94,7 @@ def test_polish_in_the_lp_neighbourhood_never_worsens_and_stays_feasible(tiny):
 def test_solver_output_capture_is_safe_from_two_threads(tiny, capfd):
     from concurrent.futures import ThreadPoolExecutor
 
-    from optimizer.backends.ortools_backend import solve_ortools
+    from optimizer.solve.backends.ortools_backend import solve_ortools
 
     a = presolve.build(tiny[0], build_candidates(tiny[0])).mip.arrays()
     with ThreadPoolExecutor(2) as ex:
@@ -260,7 +260,7 @@ def test_bounds_never_cut_the_optimum():
 
 
 def test_threads_reach_the_polish(tiny, monkeypatch):
-    from optimizer.backends import warmstart
+    from optimizer.solve import warmstart
 
     seen = []
     original = warmstart.polish

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import presolve
-from optimizer.backends.warmstart import lp_start, start_objective
+from optimizer.model import presolve
+from optimizer.solve.warmstart import lp_start, start_objective
 from optimizer.candidates import build_candidates
 from optimizer.load import build_problem, parse_problem_file
 

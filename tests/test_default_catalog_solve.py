@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import assert_audited
 from optimizer.load import load_problem
 from optimizer.pipeline import run
-from optimizer.report import to_json
+from optimizer.render.report import to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 #: q3 on its own offerings, solved to optimality by HiGHS, CBC and SCIP (docs/performance.md); the

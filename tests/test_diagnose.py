@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import write_problem
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 from optimizer.cli import main
-from optimizer.diagnose import KEYS, diagnose, precheck
+from optimizer.studies.diagnose import KEYS, diagnose, precheck
 from optimizer.candidates import build_candidates
 from optimizer.load import load_problem
 from optimizer.pipeline import run

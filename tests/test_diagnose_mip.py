@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optimizer.backends import Status, solve
-from optimizer.mip import MIP, terms
+from optimizer.solve.backends import Status, solve
+from optimizer.model.mip import MIP, terms
 
 
 def _model():

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 from optimizer.cli import main
 from optimizer.cli.solve import exit_code
 
@@ -189,8 +189,9 @@ def test_exit_codes(status, code):
 
 
 def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
-    from optimizer import backends, presolve
-    from optimizer.backends import SolveResult
+    from optimizer.model import presolve
+    from optimizer.solve import backends
+    from optimizer.solve.backends import SolveResult
 
     monkeypatch.setattr(presolve.Model, "start", lambda self, time_limit=None, threads=None: None)  # no start either
     monkeypatch.setattr(backends, "solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
@@ -202,7 +203,7 @@ def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
 
 
 def test_a_crashing_solver_exits_3(tmp_path, monkeypatch):
-    from optimizer import backends
+    from optimizer.solve import backends
 
     def crash(*a, **k):
         raise OSError("cbc binary vanished")

@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 
 ONE_PERIOD = [{"name": "p1", "hours": 100, "month": 0}]
 TWO_PERIODS = [{"name": "p1", "hours": 100, "month": 0}, {"name": "p2", "hours": 100, "month": 1}]
@@ -383,7 +383,7 @@ def test_job_without_usable_configuration_is_never_dropped(tmp_path):
     # silently vanish from a "feasible" plan).
     from conftest import write_problem
     from optimizer.candidates import build_candidates
-    from optimizer.formulation import build_model
+    from optimizer.model.formulation import build_model
     from optimizer.load import load_problem
 
     data = {"periods": ONE_PERIOD, "offerings": [od(gpu="L4", G=1)],

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from optimizer.backends import solve
-from optimizer.mip import MIP, terms
+from optimizer.solve.backends import solve
+from optimizer.model.mip import MIP, terms
 
 
 def test_duplicate_terms_in_a_row_are_summed():

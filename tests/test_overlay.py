@@ -15,7 +15,7 @@ from optimizer.errors import InputError
 from optimizer.load import load_problem
 from optimizer.overlay import apply_sets, catalog_entries, parse_selector
 from optimizer.pipeline import run
-from optimizer.report import plan_dict
+from optimizer.render.report import plan_dict
 from test_whatif_toy import TOY, toy, write
 
 F = "toy.yaml"

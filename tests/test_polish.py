@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from conftest import write_problem
-from optimizer import presolve
-from optimizer.backends.warmstart import check_start, polish
+from optimizer.model import presolve
+from optimizer.solve.warmstart import check_start, polish
 from optimizer.candidates import build_candidates
 from optimizer.load import load_problem
-from optimizer.mip import MIP
+from optimizer.model.mip import MIP
 
 # Two 200-h periods. One reserved 8-GPU unit at 10 $/h (at most one). Inference: one 4-GPU replica in each
 # period, so 4 reserved GPUs are idle in both. Training: a 4-GPU cluster for 300 h, in months 0..1, on the

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from optimizer import presolve
+from optimizer.model import presolve
 from optimizer.audit import audit
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 from optimizer.candidates import build_candidates
 from optimizer.plan import extract
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_audited
-from optimizer.backends import Status
+from optimizer.solve.backends import Status
 from optimizer.load import load_problem
 from optimizer.pipeline import run
 

@@ -2,7 +2,7 @@
 
 Every plan solved here (strategies, break-even probes, sensitivity re-solves)
 goes through optimizer.audit.audit: the ``audited`` fixture wraps the solve
-that optimizer.rentbuy uses.
+that optimizer.studies.rentbuy uses.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import pandas as pd
 import pytest
 
-from optimizer import rentbuy as rb
+from optimizer.studies import rentbuy as rb
 from optimizer.load import load_problem
 from optimizer.pipeline import run
 
@@ -61,7 +61,7 @@ MIX_NPV = (10_000 - 6_000 / 1.21) + OWN_FIXED_ENERGY_PV + 9_260 + 9_260 / 1.1 + 
 
 @pytest.fixture
 def audited(monkeypatch):
-    """Audit every plan optimizer.rentbuy solves; the list of plans is returned for counting."""
+    """Audit every plan optimizer.studies.rentbuy solves; the list of plans is returned for counting."""
     plans = []
 
     def run_audited(problem, *a, **kw):

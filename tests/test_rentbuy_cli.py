@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from test_rentbuy import MIX_NPV, SOLVER, TINY, audited  # noqa: F401 (fixture)
 
 from conftest import write_problem
-from optimizer import rentbuy as rb
+from optimizer.studies import rentbuy as rb
 from optimizer.cli import main
 from optimizer.load import load_problem
 

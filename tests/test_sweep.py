@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from optimizer.cli import main
-from optimizer.sweep import linspace, parse_vary, parse_vary_scale
+from optimizer.studies.sweep import linspace, parse_vary, parse_vary_scale
 from test_whatif_toy import toy, write
 
 
@@ -125,7 +125,7 @@ def test_serial_processes_and_dask_agree(tmp_path):
 def test_progress_bar_only_on_a_terminal():
     import io
 
-    from optimizer.sweep import Progress
+    from optimizer.studies.sweep import Progress
 
     class Tty(io.StringIO):
         def isatty(self):

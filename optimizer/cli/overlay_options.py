@@ -13,7 +13,7 @@ strings). Hand them to ``load_problem(path, sets=sets, scales=scales)``::
 
 ``@parallel_options`` adds ``--workers N``, ``--executor local|dask`` and
 ``--scheduler ADDRESS`` (``workers``, ``executor``, ``scheduler``) for
-:func:`optimizer.sweep.run_tasks`. docs/whatif.md documents the grammar.
+:func:`optimizer.studies.sweep.run_tasks`. docs/whatif.md documents the grammar.
 """
 
 from __future__ import annotations

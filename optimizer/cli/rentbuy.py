@@ -43,7 +43,7 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format xlsx -o rentbuy.xlsx
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format csv -o out/ --no-sensitivity
     """
-    from ..rentbuy import analyse, check_output, to_dict, to_table, write_csv, write_xlsx
+    from ..studies.rentbuy import analyse, check_output, to_dict, to_table, write_csv, write_xlsx
 
     if fmt in ("csv", "xlsx") and not output:
         fail_usage(f"--format {fmt} needs -o " + ("DIR (one CSV file per table)" if fmt == "csv"

@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from ..backends import BACKENDS, DEFAULT_SOLVER, Status
+from ..solve.backends import BACKENDS, DEFAULT_SOLVER, Status
 from ..load import load_problem
 from ..pipeline import run
-from ..report import to_json, to_table, write_csv
+from ..render.report import to_json, to_table, write_csv
 from .overlay_options import overlay_options
 from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
 

@@ -40,10 +40,10 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
     gpuopt sweep q3.yaml --vary-scale 'pricing=spot:0.5:1.5:5' --vary-scale 'demand:1:2:3' --workers 2
     gpuopt sweep q3.yaml --vary 'inference[chat].demand_rps*=1:3:21' --plot chat.png -o out/
     """
-    from ..sweep import (Progress, break_points, check_outputs, grid, make_task, parse_vary, parse_vary_scale,
+    from ..studies.sweep import (Progress, break_points, check_outputs, grid, make_task, parse_vary, parse_vary_scale,
                          plot, point_label, point_raw, points, render_table, run_tasks, write_csv)
     from ..load import parse_problem_file
-    from ..whatif import build, overlay, read_raw
+    from ..studies.whatif import build, overlay, read_raw
 
     dims = [parse_vary(v) for v in varies] + [parse_vary_scale(v) for v in vary_scales]
     if not dims:

@@ -16,10 +16,10 @@ import sys
 
 import click
 
-from ..backends import Status
+from ..solve.backends import Status
 from ..errors import InputError
 from ..pipeline import run
-from ..report import plan_dict
+from ..render.report import plan_dict
 from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
@@ -55,7 +55,7 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, tim
     gpuopt whatif q3.yaml --scenario spot-cut       # one named scenario against the base
     gpuopt whatif q3.yaml --scenarios more.yaml     # every scenario side by side
     """
-    from ..whatif import Change, build, compare, overlay, read_raw, render_compare, scenario_raw, scenarios
+    from ..studies.whatif import Change, build, compare, overlay, read_raw, render_compare, scenario_raw, scenarios
 
     file = str(problem)
     raw = read_raw(problem)
@@ -99,8 +99,8 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, tim
 
 
 def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> None:
-    from ..sweep import Progress, make_task, run_tasks
-    from ..whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
+    from ..studies.sweep import Progress, make_task, run_tasks
+    from ..studies.whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
 
     changes = [Change("base", description=None)] + named
     raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]

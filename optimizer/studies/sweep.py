@@ -11,7 +11,7 @@ Execution: :func:`run_tasks` solves independent *tasks* (plain data: the
 problem's YAML data already changed for that point, the file name it came
 from, solver options) in this process, in a pool of processes
 (``concurrent.futures.ProcessPoolExecutor``, spawned) or on a Dask cluster
-(``dask.distributed``). Each task returns :func:`optimizer.whatif.summary`
+(``dask.distributed``). Each task returns :func:`optimizer.studies.whatif.summary`
 of its plan, so every executor gives the same numbers.
 """
 
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import InputError
-from .overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
-from .yamlio import parse_yaml
+from ..errors import InputError
+from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
+from ..yamlio import parse_yaml
 
 _RANGE = re.compile(r"^\s*([^:,]+):([^:,]+):([^:,]+)\s*$")
 
@@ -161,7 +161,7 @@ def make_task(index: int, raw: dict, file: str, solver: str, time_limit, gap, th
 
 def solve_task(task: dict) -> dict:
     """Build and solve one task's problem; return its summary (or the input error, as text)."""
-    from .pipeline import run
+    from ..pipeline import run
     from .whatif import build, summary
 
     try:
@@ -328,7 +328,7 @@ def break_text(bp: dict) -> str:
 
 
 def _kinds(pts: list[dict]) -> list[str]:
-    from .schema import PRICING_KINDS
+    from ..schema import PRICING_KINDS
 
     return [k for k in PRICING_KINDS if any(k in (p.get("by_pricing") or {}) for p in pts)]
 

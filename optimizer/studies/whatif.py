@@ -20,12 +20,12 @@ from pathlib import Path
 import pandas as pd
 from pydantic import ValidationError
 
-from .errors import InputError
-from .load import Problem, build_problem, parse_problem_file, validation_to_input_error
-from .overlay import apply_sets
-from .plan import Plan
-from .schema import PRICING_KINDS, Scenario
-from .yamlio import read_yaml
+from ..errors import InputError
+from ..load import Problem, build_problem, parse_problem_file, validation_to_input_error
+from ..overlay import apply_sets
+from ..plan import Plan
+from ..schema import PRICING_KINDS, Scenario
+from ..yamlio import read_yaml
 
 #: Values closer than this are the same (cost deltas, hours).
 TOL = 1e-6

@@ -21,8 +21,8 @@ A diagnosis is a list of *culprits*, plain dicts with the keys
 
 :func:`precheck` finds what needs no solver; :func:`diagnose` adds the
 smallest relaxations of an elastic model (docs/diagnosis.md): the normal MIP
-from :func:`~optimizer.formulation.build_model` with non-negative slack
-columns (:meth:`~optimizer.mip.MIP.add_slack`) on the demand, min-replicas,
+from :func:`~optimizer.model.formulation.build_model` with non-negative slack
+columns (:meth:`~optimizer.model.mip.MIP.add_slack`) on the demand, min-replicas,
 training-progress and budget rows, and quotas (``max_units``) made elastic.
 """
 
@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .backends import DEFAULT_SOLVER, Status, solve
-from .candidates import Candidates
-from .errors import suggest
-from .load import Problem
+from ..solve.backends import DEFAULT_SOLVER, Status, solve
+from ..candidates import Candidates
+from ..errors import suggest
+from ..load import Problem
 
 KEYS = ("kind", "workload", "offering", "period", "amount", "unit", "message")
 #: Slack below this (in its row's own relative units) is solver noise, not a relaxation.
@@ -74,11 +74,11 @@ def precheck(problem: Problem, candidates: Candidates, tables=None) -> list[dict
     Parameters
     ----------
     tables
-        The formulation's :class:`~optimizer.formulation.Tables` when already
+        The formulation's :class:`~optimizer.model.formulation.Tables` when already
         prepared (saves preparing them again).
     """
     if tables is None:
-        from .formulation import prepare
+        from ..model.formulation import prepare
 
         tables = prepare(problem, candidates)
     out: list[dict] = []
@@ -128,7 +128,7 @@ def _bucket_text(s, buckets: list[str], partial: bool) -> str:
 def _sizing():
     """The sizing package's public functions, or None when this build lacks them."""
     try:
-        from . import sizing
+        from .. import sizing
     except Exception:  # pragma: no cover - sizing ships with the package
         return None
     need = ("load_reference", "resolve_model", "resolve_gpu", "estimate_inference", "estimate_training")
@@ -345,9 +345,9 @@ def _region_job(problem: Problem, j, mine: pd.DataFrame) -> dict:
 class Elastic:
     """The normal MIP made elastic once; the phases change only its objective and some bounds.
 
-    Built with :func:`~optimizer.formulation.build_model`, then:
+    Built with :func:`~optimizer.model.formulation.build_model`, then:
 
-    - a slack ``s ≥ 0`` (:meth:`~optimizer.mip.MIP.add_slack`) on every
+    - a slack ``s ≥ 0`` (:meth:`~optimizer.model.mip.MIP.add_slack`) on every
       ``inference-demand`` row (rps), ``inference-min-replicas`` row
       (replicas) and ``training-progress`` row (hours), each with the weight
       1 ÷ its row's requirement, so the weighted sum counts shares of what
@@ -360,7 +360,7 @@ class Elastic:
     """
 
     def __init__(self, problem: Problem, cands: Candidates):
-        from .formulation import build_model
+        from ..model.formulation import build_model
 
         self.problem = problem
         m, T, _ = build_model(problem, cands)

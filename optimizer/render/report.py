@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .plan import Plan
+from ..errors import InputError
+from ..plan import Plan
 
 
 def _num(x):

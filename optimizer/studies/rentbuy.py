@@ -31,12 +31,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .backends import DEFAULT_SOLVER, Status
-from .candidates import Candidates, build_candidates
-from .formulation import discount_factors, horizon_end_month, owned_unit_costs
-from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
-from .pipeline import run
-from .plan import Plan
+from ..solve.backends import DEFAULT_SOLVER, Status
+from ..candidates import Candidates, build_candidates
+from ..model.formulation import discount_factors, horizon_end_month, owned_unit_costs
+from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
+from ..pipeline import run
+from ..plan import Plan
 
 RENTED = ("on_demand", "spot", "reserved")
 #: Break-even capex is located to within this share of its value.
@@ -841,7 +841,7 @@ def tables(rb: RentBuy) -> dict[str, pd.DataFrame]:
 
 def to_dict(rb: RentBuy) -> dict:
     """The JSON of ``gpuopt rentbuy --format json``."""
-    from .report import records
+    from ..render.report import records
 
     t = tables(rb)
     head = {k: v for k, v in summary_row(rb).items()}
@@ -974,7 +974,7 @@ def to_table(rb: RentBuy) -> str:
 
 
 def _refuse_overwrite(paths: list, force: bool, where: str) -> None:
-    from .errors import InputError
+    from ..errors import InputError
 
     existing = [str(p) for p in paths if p.exists()]
     if existing and not force:
@@ -992,7 +992,7 @@ def check_output(fmt: str, output, force: bool) -> None:
     """Refuse a bad or existing output path before any solve (InputError, exit 2)."""
     from pathlib import Path
 
-    from .errors import InputError
+    from ..errors import InputError
 
     if fmt == "csv":
         out = Path(output)

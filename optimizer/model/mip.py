@@ -221,7 +221,7 @@ class MIP:
 
         Row ``i`` gains the term ``coef_sign[i]·s_i`` (``+1`` relaxes a ``>=`` row,
         ``-1`` a ``<=`` row; any non-zero coefficient scales the slack's unit) and
-        the objective gains ``penalty[i]·s_i``. Used by :mod:`optimizer.diagnose`
+        the objective gains ``penalty[i]·s_i``. Used by :mod:`optimizer.studies.diagnose`
         for the elastic model; nothing else changes.
 
         Parameters

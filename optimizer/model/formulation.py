@@ -1,7 +1,7 @@
 """Stage 3: the mixed-integer program, built per component family from whole tables.
 
 ``build_model`` reads as the list of families. Each ``add_<family>`` selects
-its rows with pandas merges and hands whole term tables to :class:`~optimizer.mip.MIP`.
+its rows with pandas merges and hands whole term tables to :class:`~optimizer.model.mip.MIP`.
 Names follow fixed patterns so a solution maps back to tables mechanically
 (docs/formulation.md gives the mathematics under the same names):
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .candidates import Candidates
-from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
+from ..candidates import Candidates
+from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .mip import MIP, terms
 
 RENTED = ("on_demand", "spot")

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .candidates import Candidates
-from .load import Problem
+from ..candidates import Candidates
+from ..load import Problem
 from .mip import MIP
 
 #: Offering fields that must agree for two offerings to be one pool (besides max_units, existing_units).
@@ -380,7 +380,7 @@ class Model:
     LP_SHARE = 0.5
     POLISH_SHARE = 0.3
     #: at most this share of the time limit goes to the commitment MIP (see
-    #: :func:`optimizer.backends.warmstart.commitment_mip`; skipped when that is under 10 LP-times)
+    #: :func:`optimizer.solve.warmstart.commitment_mip`; skipped when that is under 10 LP-times)
     COMMIT_SHARE = 0.25
     #: the solver is not started when what it would have left is under this many times the LP's seconds:
     #: HiGHS checks its limit only between root rounds, so a short limit on a big model is overrun (×1
@@ -423,7 +423,7 @@ class Model:
         """
         import time as _time
 
-        from .backends.warmstart import best_start, polish
+        from ..solve.warmstart import best_start, polish
 
         t = _time.perf_counter()
         self.skip_solver = False
@@ -463,12 +463,12 @@ class Model:
 
     def solve_from(self, x0: np.ndarray | None, solver: str, time_limit: float | None = None,
                    gap: float = 1e-6, threads: int | None = None):
-        """:func:`optimizer.backends.solve` from the start ``x0`` within what :meth:`start` left of ``time_limit``.
+        """:func:`optimizer.solve.backends.solve` from the start ``x0`` within what :meth:`start` left of ``time_limit``.
 
         When :meth:`start` set :attr:`skip_solver`, the start is the plan
         (``feasible``; :meth:`restore` adds the relaxation's bound) and no solver runs.
         """
-        from .backends import solve, start_result
+        from ..solve.backends import solve, start_result
 
         if self.skip_solver and x0 is not None and time_limit is not None:
             return start_result(self.mip, x0, solver, gap, "time limit: the polished warm start is the plan "
@@ -485,8 +485,8 @@ class Model:
 
     def solve(self, solver: str | None = None, time_limit: float | None = None, gap: float = 1e-6,
               threads: int | None = None, warm_start: bool = True):
-        """Warm start, then :func:`optimizer.backends.solve` within what is left of ``time_limit``."""
-        from .backends import DEFAULT_SOLVER, solve
+        """Warm start, then :func:`optimizer.solve.backends.solve` within what is left of ``time_limit``."""
+        from ..solve.backends import DEFAULT_SOLVER, solve
 
         if not warm_start:
             return solve(self.mip, solver=solver or DEFAULT_SOLVER, time_limit=time_limit, gap=gap, threads=threads)
@@ -504,8 +504,8 @@ class Model:
         self._use_lp_bound(result)
         if self.pre is None or not self.pre.merged or not result.status.has_plan:
             return self.problem, self.candidates, self.mip, self.tables
-        from .backends.result import Status
-        from .backends.warmstart import check_start
+        from ..solve.result import Status
+        from ..solve.warmstart import check_start
         from .formulation import build_model
 
         mip_o, tables_o, vt_o = build_model(self.original, self.candidates)
@@ -527,7 +527,7 @@ def _lp_bound_into(result, lp_bound: float | None) -> None:
     if lp_bound is None or not result.status.has_plan or result.objective is None:
         return
     if result.bound is None or result.bound < lp_bound:
-        from .backends.result import relative_gap
+        from ..solve.result import relative_gap
 
         result.bound = min(lp_bound, result.objective)
         result.gap = relative_gap(result.objective, result.bound)

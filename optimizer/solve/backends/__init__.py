@@ -1,8 +1,8 @@
 """Stage 4: solver back ends behind one interface and one result type.
 
 ``solve(mip, solver=...)`` hands the assembled arrays of a
-:class:`~optimizer.mip.MIP` to a back end and returns a
-:class:`~optimizer.backends.result.SolveResult`. Back ends never raise on a
+:class:`~optimizer.model.mip.MIP` to a back end and returns a
+:class:`~optimizer.solve.result.SolveResult`. Back ends never raise on a
 solver outcome (infeasible, time limit); they report it in the status.
 
 Back ends (docs/performance.md compares them):
@@ -19,7 +19,7 @@ Back ends (docs/performance.md compares them):
     OR-Tools' CP-SAT, for pure-integer models only (no request buckets, no
     training); takes the warm start as a hint.
 
-A warm start (a feasible vector, e.g. :func:`~optimizer.backends.warmstart.greedy_start`)
+A warm start (a feasible vector, e.g. :func:`~optimizer.solve.warmstart.greedy_start`)
 is handed to the back ends that take one. Whatever the back end, the plan
 returned is never worse than the start: when the solver finds nothing better
 within its limits, the start is the plan (status ``feasible``, with the
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..mip import MIP
-from .result import SolveResult, Status, relative_gap
+from ...errors import InputError
+from ...model.mip import MIP
+from ..result import SolveResult, Status, relative_gap
 
 #: Measured on bench/run.py (docs/performance.md): best gap within the time limit at every scale.
 DEFAULT_SOLVER = "highs"
@@ -85,7 +85,7 @@ def solve(
     """
     key = solver.lower()
     if key not in BACKENDS:
-        from ..errors import unknown_name
+        from ...errors import unknown_name
 
         raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
     if time_limit is not None and time_limit <= 0:
@@ -93,7 +93,7 @@ def solve(
     a = mip.arrays()
     start_obj = None
     if start is not None:
-        from .warmstart import check_start, start_objective
+        from ..warmstart import check_start, start_objective
 
         start = np.asarray(start, dtype=float)
         if check_start(a, start):
@@ -109,7 +109,7 @@ def solve(
 
 def start_result(mip: MIP, start: np.ndarray, solver: str, gap: float, reason: str) -> SolveResult:
     """The result of a solve that was not run: the (checked) start as the plan, with no bound of its own."""
-    from .warmstart import check_start, start_objective
+    from ..warmstart import check_start, start_objective
 
     a = mip.arrays()
     bad = check_start(a, start)

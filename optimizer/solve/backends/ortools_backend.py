@@ -39,8 +39,8 @@ import time
 
 import numpy as np
 
-from ..mip import MIP, Arrays
-from .result import SolveResult, Status, relative_gap
+from ...model.mip import MIP, Arrays
+from ..result import SolveResult, Status, relative_gap
 
 _NAMES = {"highs": "highs", "scip": "scip", "cp-sat": "sat"}
 _HIGHS_DUAL = re.compile(r"^\s*Dual bound\s+(\S+)", re.M)

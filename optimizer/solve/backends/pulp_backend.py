@@ -7,7 +7,7 @@ PuLP's own CBC binary with the same options PuLP would pass.
 
 Objective constant: it is **not** written to the file (PuLP does not write it
 either), so every objective value and bound CBC prints excludes it; we add
-:attr:`Arrays.c0 <optimizer.mip.Arrays>` to both. CBC's proven bound is read
+:attr:`Arrays.c0 <optimizer.model.mip.Arrays>` to both. CBC's proven bound is read
 from its log ("best possible" of the last search line, or "Lower bound" of
 the summary); a search that completed proves the objective itself.
 
@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from ..mip import MIP, Arrays
-from .result import SolveResult, Status, relative_gap
+from ...model.mip import MIP, Arrays
+from ..result import SolveResult, Status, relative_gap
 
 _RESULT = re.compile(r"^Result - (.*)$", re.M)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)

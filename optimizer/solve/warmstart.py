@@ -38,8 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from ..formulation import RENTED
-from ..mip import MIP, Arrays
+from ..model.formulation import RENTED
+from ..model.mip import MIP, Arrays
 
 TOL = 1e-6
 #: reserved and new owned units: what the commitment MIP keeps integral and the polish keeps fixed
@@ -148,7 +148,7 @@ def commitment_mip(mip: MIP, a: Arrays, x0: np.ndarray,
     first incumbent. Its bound is a relaxation of the full MIP, so it is a
     proven lower bound, at least the LP's.
     """
-    from .ortools_backend import solve_ortools
+    from .backends.ortools_backend import solve_ortools
 
     keep = np.zeros(a.n_vars, bool)
     for name in COMMITMENTS:
@@ -169,7 +169,7 @@ def best_start(mip: MIP, T, vt: dict, time_limit: float | None = None, info: dic
     """:func:`lp_start` (its LP within ``time_limit``), or :func:`greedy_start` if that fails.
 
     The LP-rounded plan is far better than the greedy one on every generated
-    problem (docs/performance.md); :meth:`optimizer.presolve.Model.start`
+    problem (docs/performance.md); :meth:`optimizer.model.presolve.Model.start`
     then hands it to :func:`polish`.
     """
     a = arrays if arrays is not None else mip.arrays()
@@ -313,7 +313,7 @@ def _period_mip(a: Arrays, x: np.ndarray, cols: np.ndarray, rows: np.ndarray, in
 def _improve_period(x: np.ndarray, cols: np.ndarray, sub: Arrays, left: float | None, gap: float,
                     guide: np.ndarray | None) -> None:
     """Re-solve one period (``sub``) from its current plan ``x[cols]``; keep what is cheaper, in place."""
-    from .ortools_backend import solve_ortools
+    from .backends.ortools_backend import solve_ortools
 
     def attempt(arrays: Arrays, limit: float | None) -> None:
         # the period's current plan goes in as HiGHS's first incumbent: without it a short limit often
@@ -350,7 +350,7 @@ def solve_lp(a: Arrays, time_limit: float | None = None) -> np.ndarray | None:
     """Values of the LP relaxation (HiGHS through OR-Tools), or None."""
     from ortools.linear_solver.python import model_builder as mb
 
-    from .ortools_backend import _capture_stdout, build_model
+    from .backends.ortools_backend import _capture_stdout, build_model
 
     model = build_model(dataclasses.replace(a, integer=np.zeros_like(a.integer)))
     solver = mb.Solver("highs")

@@ -1,0 +1,1 @@
+"""Stage 3: the mixed-integer program (container, formulation, reductions)."""

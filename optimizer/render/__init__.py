@@ -1,0 +1,1 @@
+"""Every output format (terminal table, JSON, CSV, workbook, HTML); no analysis."""

@@ -1,0 +1,1 @@
+"""Stage 4: solving the model: back ends, heuristics and the result type."""

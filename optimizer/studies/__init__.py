@@ -1,0 +1,1 @@
+"""Repeated solves and their analysis: what-if, sweep, rent-vs-buy, diagnosis."""
