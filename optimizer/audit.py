@@ -1,9 +1,13 @@
-"""Post-solve audit: every constraint and the objective, recomputed from the plan's rows.
+"""Post-solve audit: every rule and the objective, recomputed from the plan's rows.
 
-The audit reads only the plan tables, the problem and the candidate tables
-(rps per replica, hours per job); it never looks at the MIP. Any violation
-means the formulation and the cost semantics disagree, so tests run it on
-every plan they produce.
+The audit reads only the plan's tables, the problem (its offerings, periods,
+workloads and keys) and the candidate tables (rps per replica, hours per job
+and link). It shares no formula with :mod:`optimizer.model.formulation` or
+:mod:`optimizer.plan`: term blocks, discount factors, spot waste, the units
+held in a period, cluster topology and every cost item are computed here
+again, in their plainest form, so that a bug in one of those places shows
+up as a disagreement instead of being repeated. Any violation means the
+model, the plan and the cost semantics disagree; it is a bug.
 """
 
 from __future__ import annotations
@@ -13,67 +17,198 @@ import math
 import numpy as np
 import pandas as pd
 
-from .model.formulation import MAX_SPOT_WASTE, RENTED, spot_waste
-from .plan import Plan, held_units
+from .load import provider_allowed
 
+#: tolerance of every comparison, relative to the size of the numbers compared
 TOL = 1e-6
+HOURS_PER_MONTH = 730.0
+HOURS_PER_YEAR = 8760.0
+#: pricing kinds rented period by period (the same set the model names RENTED_KINDS)
+RENTED = ("on_demand", "spot")
 
 
 def _close(a: float, b: float, rel: float = 1e-6, abs_: float = 1e-4) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 
 
-def audit(plan: Plan) -> list[str]:
+def _over(a: float, b: float) -> bool:
+    """a > b beyond the tolerance."""
+    return a > b + TOL * max(1.0, abs(b))
+
+
+class _Data:
+    """The problem's numbers in the form every check below reads them."""
+
+    def __init__(self, plan):
+        pr = plan.problem
+        self.pr = pr
+        self.O = pr.offerings
+        self.P = pr.periods
+        self.pos = {p: i for i, p in enumerate(self.P.index)}
+        self.services = {s.name: s for s in pr.services}
+        self.jobs = {j.name: j for j in pr.jobs}
+        self.cands = plan.candidates
+        self.eff = plan.candidates.efficiency
+        self.H = float(self.P["hours"].sum())
+        self.rate = pr.discount_rate
+        # the horizon ends a month after the last period's month, or when a long period ends
+        self.end_month = max(float(m) + 1.0 for m in self.P["month"])
+        for m, h in zip(self.P["month"], self.P["hours"]):
+            self.end_month = max(self.end_month, float(m) + float(h) / HOURS_PER_MONTH)
+
+    def off(self, oid: str):
+        return self.O.loc[oid]
+
+    def per_gpu(self, oid: str) -> bool:
+        return self.O.at[oid, "billing"] == "per_gpu"
+
+    def unit_gpus(self, oid: str) -> int:
+        """GPUs of one billed unit: the machine, or one GPU when billed by the GPU."""
+        return 1 if self.per_gpu(oid) else int(self.O.at[oid, "gpus_per_unit"])
+
+    def unit_price(self, oid: str) -> float:
+        p = float(self.O.at[oid, "price_per_hour"])
+        return p / int(self.O.at[oid, "gpus_per_unit"]) if self.per_gpu(oid) else p
+
+    def quota(self, oid: str) -> float:
+        q = self.O.at[oid, "max_units"]
+        if pd.isna(q):
+            return math.inf
+        return float(q) * (int(self.O.at[oid, "gpus_per_unit"]) if self.per_gpu(oid) else 1.0)
+
+    def discount(self, month: float) -> float:
+        return (1.0 + self.rate) ** (-float(month) / 12.0)
+
+    def energy(self, oid: str) -> float:
+        """Energy cost of one busy owned GPU-hour."""
+        o = self.O.loc[oid]
+        return float(o["power_kw"]) / int(o["gpus_per_unit"]) * float(o["pue"]) * float(o["electricity_per_kwh"])
+
+    def block_of(self, oid: str, period: str) -> int:
+        """The term block a reserved offering's period falls in: whole terms since the horizon start."""
+        return int(self.P.at[period, "month"]) // int(self.O.at[oid, "term_months"])
+
+    def machines(self, oid: str, gpus: int) -> int:
+        return -(-int(gpus) // int(self.O.at[oid, "gpus_per_unit"]))
+
+    def waste(self, oid: str, job, gpus: int) -> float:
+        """Young/Daly: checkpoint writes, plus half an interval and a restart per interruption."""
+        if self.O.at[oid, "pricing"] != "spot":
+            return 0.0
+        lam = float(self.O.at[oid, "interruptions_per_hour"]) * self.machines(oid, gpus)
+        tau = float(job.checkpoint_minutes) / 60.0
+        write = float(self.eff["checkpoint_write_minutes"]) / 60.0
+        restart = float(self.eff["restart_minutes"]) / 60.0
+        return write / tau + lam * (tau / 2.0 + restart)
+
+    def job_hours(self, job: str, config: str, oid: str) -> float | None:
+        """Hours the job takes on this configuration on this offering (its link profile's row)."""
+        tc = self.cands.training
+        rows = tc[(tc["job"] == job) & (tc["config"] == config)]
+        host = int(self.O.at[oid, "gpus_per_unit"])
+        if rows.empty:
+            return None
+        gpus = int(rows["gpus"].iloc[0])
+        if gpus > host:
+            link = rows[(rows["gpus_per_node"] == host)
+                        & np.isclose(rows["fabric_gbps_per_gpu"].astype(float),
+                                     float(self.O.at[oid, "fabric_gbps_per_gpu"]))]
+            if len(link):
+                return float(link["hours"].iloc[0])
+        anyl = rows[rows["gpus_per_node"].isna()]
+        return float(anyl["hours"].iloc[0]) if len(anyl) else None
+
+
+def audit(plan) -> list[str]:
     """Return a list of violations (empty when the plan is consistent)."""
     if not plan.status.has_plan:
         return []
-    pr = plan.problem
-    O = pr.offerings
-    P = pr.periods
-    cands = plan.candidates
-    eff = cands.efficiency
+    d = _Data(plan)
     v: list[str] = []
-    inf, tr, com = plan.inference, plan.training, plan.commitments
-    services = {s.name: s for s in pr.services}
-    jobs = {j.name: j for j in pr.jobs}
+    v += _offerings_allowed(plan, d)
+    v += _placement(plan, d)
+    v += _demand(plan, d)
+    v += _training(plan, d)
+    held = _held_units(plan, d, v)
+    v += _capacity(plan, d, held)
+    v += _stability(plan, d)
+    v += _costs(plan, d, held)
+    return v
 
-    # --- placement rules: GPU type, replica fits a unit, regions, spot --------
-    for r in inf.itertuples():
-        s = services[r.service]
-        o = O.loc[r.offering]
+
+def _offerings_allowed(plan, d: _Data) -> list[str]:
+    """Every offering the plan uses is one the problem considers (allow, providers)."""
+    v = []
+    used = set(plan.inference["offering"]) | set(plan.training["offering"]) | set(plan.commitments["offering"])
+    spec = d.pr.spec
+    for oid in sorted(used):
+        if oid not in d.O.index:
+            v.append(f"offering {oid}: not an offering of this problem (excluded or unknown)")
+            continue
+        o = d.O.loc[oid]
+        if o["from_catalog"] and o["pricing"] == "owned" and not spec.allow.buy:
+            v.append(f"offering {oid}: a catalog server is bought without allow.buy")
+        if (o["from_catalog"] and o["pricing"] == "reserved" and o["term_months"] * HOURS_PER_MONTH > d.H + 1e-6
+                and int(o["term_months"]) not in spec.allow.reserved_terms_months):
+            v.append(f"offering {oid}: a catalog reservation outlasting the horizon without allow.reserved_terms_months")
+        if not provider_allowed(spec.providers, o["provider"] if isinstance(o["provider"], str) else None):
+            v.append(f"offering {oid}: provider {o['provider']} excluded by providers")
+    return v
+
+
+def _placement(plan, d: _Data) -> list[str]:
+    """GPU type, a replica inside one machine, regions, spot, providers; cluster topology."""
+    v = []
+    for r in plan.inference.itertuples():
+        s, o = d.services[r.service], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"inference {r.service}/{r.period}: config GPU {r.gpu} on offering of {o['gpu']}")
         if r.gpus_per_replica > o["gpus_per_unit"]:
-            v.append(f"inference {r.service}: replica of {r.gpus_per_replica} GPUs on {o['gpus_per_unit']}-GPU units")
+            v.append(f"inference {r.service}: replica of {r.gpus_per_replica} GPUs on {o['gpus_per_unit']}-GPU machines")
         if s.regions and o["region"] not in s.regions:
             v.append(f"inference {r.service}: region {o['region']} not allowed")
         if o["pricing"] == "spot" and not s.spot:
             v.append(f"inference {r.service}: on spot without spot: true")
-    for r in tr.itertuples():
-        j = jobs[r.job]
-        o = O.loc[r.offering]
+        if not provider_allowed(s.providers, o["provider"] if isinstance(o["provider"], str) else None):
+            v.append(f"inference {r.service}: provider {o['provider']} not allowed")
+    for r in plan.training.itertuples():
+        j, o = d.jobs[r.job], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"training {r.job}: GPU {r.gpu} on offering of {o['gpu']}")
         if j.regions and o["region"] not in j.regions:
             v.append(f"training {r.job}: region {o['region']} not allowed")
         if o["pricing"] == "spot" and not j.spot:
             v.append(f"training {r.job}: on spot without spot: true")
-        m = P.at[r.period, "month"]
+        if not provider_allowed(j.providers, o["provider"] if isinstance(o["provider"], str) else None):
+            v.append(f"training {r.job}: provider {o['provider']} not allowed")
+        if r.mode == "hourly" and o["pricing"] not in RENTED:
+            v.append(f"training {r.job}: rented by the hour on a {o['pricing']} offering")
+        machines = d.machines(r.offering, r.gpus)
+        if machines > 1 and o["fabric"] == "none":
+            v.append(f"topology {r.job} on {r.offering}: {r.gpus} GPUs span {machines} machines with no fabric")
+        if machines > 1 and pd.notna(o["max_cluster_units"]) and machines > o["max_cluster_units"]:
+            v.append(f"topology {r.job} on {r.offering}: {machines} machines > max_cluster_units "
+                     f"{int(o['max_cluster_units'])}")
+        m = int(d.P.at[r.period, "month"])
         if not (j.start_month <= m <= j.deadline_month):
             v.append(f"training {r.job}: runs in month {m} outside {j.start_month}..{j.deadline_month}")
-        if r.hours > P.at[r.period, "hours"] + TOL:
-            v.append(f"training {r.job}/{r.period}: {r.hours} h in a {P.at[r.period, 'hours']} h period")
+        if _over(r.hours, float(d.P.at[r.period, "hours"])):
+            v.append(f"training {r.job}/{r.period}: {r.hours:g} h in a {d.P.at[r.period, 'hours']:g} h period")
+    return v
 
-    # --- inference demand, routing, floors ------------------------------------
-    # one table per check, grouped from the plan's rows (a loop per service and period is quadratic)
-    rps = cands.inference.set_index(["service", "config", "bucket"])["rps"]
-    demand = pr.demand()
-    sp = pd.MultiIndex.from_product([[s.name for s in pr.services], P.index], names=["service", "period"])
+
+def _demand(plan, d: _Data) -> list[str]:
+    """Demand met in every service, bucket and period; routing within replicas; floors."""
+    v = []
+    inf = plan.inference
+    rps = d.cands.inference.set_index(["service", "config", "bucket"])["rps"]
+    demand = d.pr.demand()
+    sp = pd.MultiIndex.from_product([list(d.services), d.P.index], names=["service", "period"])
     reps = inf.groupby(["service", "period"])["replicas"].sum().reindex(sp, fill_value=0)
-    floor = pd.Series([s.min_replicas for s in pr.services for _ in P.index], index=sp)
+    floor = pd.Series([d.services[s].min_replicas for s, _ in sp], index=sp)
     for (s, p), n in reps[reps < floor].items():
         v.append(f"inference {s}/{p}: {n} replicas < min {floor[(s, p)]}")
-    one = {s.name: s.buckets[0].name for s in pr.services if len(s.buckets) == 1}
+    one = {s.name: s.buckets[0].name for s in d.pr.services if len(s.buckets) == 1}
     if one:
         mine = inf[inf["service"].isin(list(one))]
         keys = list(zip(mine["service"], mine["config"], mine["service"].map(one)))
@@ -82,7 +217,7 @@ def audit(plan: Plan) -> list[str]:
         cap = cap.reindex(need.index, fill_value=0.0)
         for (s, p), c in cap[cap < need - TOL * need.clip(lower=1)].items():
             v.append(f"inference {s}/{p}: capacity {c:g} rps < demand {need[(s, p)]:g}")
-    many = [s.name for s in pr.services if len(s.buckets) > 1]
+    many = [s.name for s in d.pr.services if len(s.buckets) > 1]
     if many:
         rt = plan.routing[plan.routing["service"].isin(many)]
         need = demand[demand["service"].isin(many)].groupby(["service", "bucket", "period"])["rps"].sum()
@@ -95,10 +230,14 @@ def audit(plan: Plan) -> list[str]:
         have = inf.groupby(key)["replicas"].sum().reindex(load.index, fill_value=0)
         for (s, c, o, p), used in load[load > have + TOL * have.clip(lower=1)].items():
             v.append(f"inference {s}/{c}/{o}/{p}: routed load {used:g} replicas > {have[(s, c, o, p)]}")
+    return v
 
-    # --- training: one configuration, progress -------------------------------
-    hours_req = cands.training.set_index(["job", "config"])["hours"]
-    for j in pr.jobs:
+
+def _training(plan, d: _Data) -> list[str]:
+    """One configuration per job, period hours, and the whole job done (spot waste recomputed)."""
+    v = []
+    tr = plan.training
+    for j in d.pr.jobs:
         rows = tr[tr["job"] == j.name]
         configs = set(rows["config"])
         if len(configs) != 1:
@@ -106,65 +245,188 @@ def audit(plan: Plan) -> list[str]:
             continue
         (c,) = configs
         for p, g in rows.groupby("period"):
-            if g["hours"].sum() > P.at[p, "hours"] + TOL:
+            if _over(g["hours"].sum(), float(d.P.at[p, "hours"])):
                 v.append(f"training {j.name}/{p}: {g['hours'].sum():g} h > period hours")
-        o = O.loc[rows["offering"]]
-        waste = spot_waste(rows["gpus"].to_numpy(float), o["gpus_per_unit"].to_numpy(float),
-                           o["interruptions_per_hour"].astype(float).fillna(0.0).to_numpy(),
-                           np.full(len(rows), float(j.checkpoint_minutes)),
-                           float(eff.get("checkpoint_write_minutes", 5.0)), float(eff.get("restart_minutes", 20.0)))
-        waste = np.where(o["pricing"].to_numpy() == "spot", waste, 0.0)
-        if (waste >= MAX_SPOT_WASTE).any():
-            v.append(f"training {j.name}: placed on spot with waste ≥ {MAX_SPOT_WASTE}")
-        progress = float((rows["hours"].to_numpy() * (1 - waste)).sum())
-        need = float(hours_req[(j.name, c)])
-        if abs(progress - need) > TOL * max(1, need):
-            v.append(f"training {j.name}: progress {progress:g} h != required {need:g} h")
+        done = 0.0
+        for r in rows.itertuples():
+            waste = d.waste(r.offering, j, r.gpus)
+            if waste >= 0.5:
+                v.append(f"training {j.name}: placed on spot {r.offering} with waste {waste:.2f} ≥ 0.5")
+            need = d.job_hours(j.name, c, r.offering)
+            if need is None:
+                v.append(f"training {j.name}: no hours known for {c} on {r.offering}")
+                continue
+            done += r.hours * (1.0 - waste) / need
+        if abs(done - 1.0) > 1e-5:
+            v.append(f"training {j.name}: {100 * done:.4f} % of the job done, not 100 %")
+    return v
 
-    # --- capacity per offering and period ------------------------------------
-    held = held_units(plan, O.rename(columns={"gpus_per_unit": "G"}), P)
-    touched = sorted(set(inf["offering"]) | set(tr["offering"]) | set(com["offering"]) | set(plan.usage["offering"]))
-    op = pd.MultiIndex.from_product([touched, P.index], names=["offering", "period"])
-    cap = pd.DataFrame(index=op)
-    cap["I"] = inf.groupby(["offering", "period"])["gpus"].sum()
-    cap["T_avg"] = (tr["gpus"] * tr["hours"]).groupby([tr["offering"], tr["period"]]).sum()
-    cap = cap.fillna(0.0)
-    cap["T_avg"] /= P["hours"].reindex(op.get_level_values("period")).to_numpy()
-    o_of = op.get_level_values("offering")
-    cap["pricing"] = O["pricing"].reindex(o_of).to_numpy()
-    for col in ("gpus_per_unit", "max_units"):
-        cap[col] = O[col].astype(float).reindex(o_of).to_numpy()
-    rented = cap["pricing"].isin(RENTED).to_numpy()
-    running = plan.usage.groupby(["offering", "period"])["units"].sum()
-    cap["u"] = np.where(rented, running.reindex(op, fill_value=0.0).to_numpy(),
-                        held.reindex(op, fill_value=0.0).to_numpy() if len(held) else 0.0)
-    G, u, I, T_avg, mx = (cap[c].to_numpy(float) for c in ("gpus_per_unit", "u", "I", "T_avg", "max_units"))
-    capped = ~np.isnan(mx)
-    bad = rented & (I > G * u + TOL)
-    for (o, p), i, g, n in zip(op[bad], I[bad], G[bad], u[bad]):
-        v.append(f"capacity {o}/{p}: {i:g} inference GPUs > {n:g} units × {g:g}")
-    bad = rented & capped & (u + T_avg / G > mx + TOL)
-    for (o, p), n, t, m in zip(op[bad], u[bad], (T_avg / G)[bad], mx[bad]):
-        v.append(f"capacity {o}/{p}: {n:g} units + training {t:g} > max {m:g}")
-    bad = ~rented & (I + T_avg > G * u + TOL)
-    for (o, p), i, t, n, g in zip(op[bad], I[bad], T_avg[bad], u[bad], G[bad]):
-        v.append(f"capacity {o}/{p}: {i:g} + {t:g} GPUs > {n:g} units × {g:g}")
-    bad = ~rented & capped & (u > mx)
-    for o, n, m in zip(op[bad].get_level_values("offering"), u[bad], mx[bad]):
-        v.append(f"units {o}: {n:g} > max_units {m:g}")
-    # a training cluster fits whole beside its period's inference (held) or under max_units (rented)
-    at = cap.reindex(list(zip(tr["offering"], tr["period"])))
-    free = np.where(at["pricing"].isin(RENTED),
-                    ((at["max_units"] - at["u"]) * at["gpus_per_unit"]).fillna(np.inf),  # no max_units: no limit
-                    at["gpus_per_unit"] * at["u"] - at["I"])
-    bad = tr["gpus"].to_numpy(float) > free + TOL
-    for job, o, p, n, f in zip(tr["job"][bad], tr["offering"][bad], tr["period"][bad], tr["gpus"][bad], free[bad]):
-        v.append(f"training-fit {job} on {o}/{p}: cluster {n:g} GPUs > {f:g} free")
 
-    # --- objective and budget -------------------------------------------------
-    obj = plan.objective
+def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
+    """Units held for the whole period per (offering, period): running, reserved (own blocks), owned."""
+    held: dict[tuple[str, str], float] = {}
+    com = plan.commitments
+    for r in com.itertuples():
+        o = d.off(r.offering)
+        if r.pricing == "reserved":
+            periods = [p for p in d.P.index if d.block_of(r.offering, p) == int(r.block)]
+            if int(r.start_month) != int(r.block) * int(o["term_months"]):
+                v.append(f"commitment {r.offering} block {r.block}: starts at month {r.start_month}, "
+                         f"not {int(r.block) * int(o['term_months'])}")
+        else:
+            periods = list(d.P.index)
+            if int(r.existing_units) != int(o["existing_units"] or 0):
+                v.append(f"commitment {r.offering}: {r.existing_units} existing units, the offering says "
+                         f"{o['existing_units']}")
+        for p in periods:
+            held[(r.offering, p)] = held.get((r.offering, p), 0.0) + float(r.units)
+        if _over(float(r.units), d.quota(r.offering)):
+            v.append(f"units {r.offering}: {r.units} > max_units {o['max_units']:g}")
+    for r in plan.usage.itertuples():
+        if r.pricing in RENTED and r.units > 0:
+            held[(r.offering, r.period)] = held.get((r.offering, r.period), 0.0) + float(r.units)
+    return held
+
+
+def _capacity(plan, d: _Data, held: dict) -> list[str]:
+    """Inference and training fit in what is held, clusters whole, quotas kept, period by period."""
+    v = []
+    inf, tr = plan.inference, plan.training
+    I = inf.groupby(["offering", "period"])["gpus"].sum()
+    shared = tr[tr["mode"] == "shared"]
+    T = (shared["gpus"] * shared["hours"]).groupby([shared["offering"], shared["period"]]).sum()
+    keys = set(I.index) | set(T.index) | set(held)
+    for (o, p) in sorted(keys):
+        gpus = held.get((o, p), 0.0) * d.unit_gpus(o)
+        used = float(I.get((o, p), 0.0)) + float(T.get((o, p), 0.0)) / float(d.P.at[p, "hours"])
+        if _over(used, gpus):
+            v.append(f"capacity {o}/{p}: {used:g} GPUs used > {gpus:g} held")
+    for r in shared.itertuples():
+        free = held.get((r.offering, r.period), 0.0) * d.unit_gpus(r.offering) - float(I.get((r.offering, r.period), 0.0))
+        if _over(float(r.gpus), free):
+            v.append(f"training-fit {r.job} on {r.offering}/{r.period}: cluster {r.gpus} GPUs > {free:g} free")
+    hourly = tr[tr["mode"] == "hourly"]
+    for r in hourly.itertuples():
+        billed = r.gpus if d.per_gpu(r.offering) else d.machines(r.offering, r.gpus)
+        if int(r.billed_units) != billed:
+            v.append(f"training {r.job} on {r.offering}: billed {r.billed_units} units, not {billed}")
+    q = hourly.assign(avg=hourly["billed_units"] * hourly["hours"] / hourly["period"].map(d.P["hours"]))
+    avg = q.groupby(["offering", "period"])["avg"].sum()
+    rented_keys = {k for k in held if d.O.at[k[0], "pricing"] in RENTED} | set(avg.index)
+    for (o, p) in sorted(rented_keys):
+        run = held.get((o, p), 0.0) if d.O.at[o, "pricing"] in RENTED else 0.0
+        if _over(run + float(avg.get((o, p), 0.0)), d.quota(o)):
+            v.append(f"quota {o}/{p}: {run:g} units running + {float(avg.get((o, p), 0.0)):g} hourly > max_units")
+    for r in q.itertuples():
+        run = held.get((r.offering, r.period), 0.0)
+        if _over(run + r.billed_units, d.quota(r.offering)):
+            v.append(f"quota {r.offering}/{r.period}: {run:g} running + cluster {r.billed_units} > max_units")
+    return v
+
+
+def _stability(plan, d: _Data) -> list[str]:
+    """Configurations per service within the limit; replica starts counted from period to period."""
+    v = []
+    inf = plan.inference
+    for s in d.pr.services:
+        n, _ = d.pr.stability(s)
+        used = inf.loc[inf["service"] == s.name, "config"].nunique()
+        if used > n:
+            v.append(f"stability {s.name}: {used} configurations > max_configurations {n}")
+    starts = plan.starts.set_index(["service", "config", "offering", "period"])["started"] if len(plan.starts) else {}
+    x = inf.set_index(["service", "config", "offering", "period"])["replicas"]
+    periods = list(d.P.index)
+    for s in d.pr.services:
+        if d.pr.stability(s)[1] <= 0:
+            continue
+        mine = inf[inf["service"] == s.name]
+        for (c, o) in set(zip(mine["config"], mine["offering"])):
+            for a, b in zip(periods, periods[1:]):
+                grown = float(x.get((s.name, c, o, b), 0)) - float(x.get((s.name, c, o, a), 0))
+                got = float(starts.get((s.name, c, o, b), 0.0)) if len(plan.starts) else 0.0
+                if grown > got + 1e-6:
+                    v.append(f"stability {s.name}/{c}/{o}/{b}: {grown:g} replicas started, {got:g} counted")
+    return v
+
+
+def _costs(plan, d: _Data, held: dict) -> list[str]:
+    """The cost and its present value recomputed item by item; against the ledger and the solver."""
+    pr, P, O = d.pr, d.P, d.O
+    full = pr.spec.finance.commitments == "full"
+    cost = pv = 0.0
+    disc = {p: d.discount(P.at[p, "month"]) for p in P.index}
+    # rented units running, whole periods
+    for (o, p), n in held.items():
+        if O.at[o, "pricing"] in RENTED:
+            c = n * d.unit_price(o) * float(P.at[p, "hours"])
+            cost, pv = cost + c, pv + c * disc[p]
+    tr = plan.training
+    for r in tr.itertuples():
+        if r.mode == "hourly":
+            c = r.billed_units * d.unit_price(r.offering) * r.hours
+        elif O.at[r.offering, "pricing"] == "owned":
+            c = r.gpus * r.hours * d.energy(r.offering)
+        else:
+            c = 0.0
+        cost, pv = cost + c, pv + c * disc[r.period]
+    for r in plan.inference.itertuples():
+        if r.pricing == "owned":
+            c = r.gpus * float(P.at[r.period, "hours"]) * d.energy(r.offering)
+            cost, pv = cost + c, pv + c * disc[r.period]
+    for r in plan.starts.itertuples():
+        c = r.started * d.pr.stability(d.services[r.service])[1]
+        cost, pv = cost + c, pv + c * disc[r.period]
+    busy: dict = {}
+    for r in plan.inference.itertuples():
+        busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * float(P.at[r.period, "hours"])
+    for r in tr.itertuples():
+        busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * r.hours
+    for r in plan.commitments.itertuples():
+        o = O.loc[r.offering]
+        if r.pricing == "reserved":
+            price = float(o["price_per_hour"])
+            start = int(r.block) * int(o["term_months"])
+            for p in P.index:
+                if d.block_of(r.offering, p) == int(r.block):
+                    c = r.units * price * float(P.at[p, "hours"])
+                    cost, pv = cost + c, pv + c * disc[p]
+            up = r.units * float(o["upfront"] or 0.0)
+            cost, pv = cost + up, pv + up * d.discount(start)
+            after = max(0.0, start + int(o["term_months"]) - d.end_month)
+            if full and after > 0:
+                k = 0
+                while k < after:
+                    share = min(1.0, after - k)
+                    c = r.units * price * HOURS_PER_MONTH * share
+                    cost, pv = cost + c, pv + c * d.discount(d.end_month + k)
+                    k += 1
+            continue
+        capex, res, life = float(o["capex"]), float(o["residual_fraction"]), float(o["lifetime_years"])
+        new = float(r.new_units)
+        if new > 0:
+            outlives = life * HOURS_PER_YEAR > d.H
+            if full and outlives:
+                cost += new * capex * (1 - res)
+                pv += new * capex - new * capex * res * (1.0 + d.rate) ** (-life)
+            else:
+                cost += new * capex * (1 - res) * d.H / (life * HOURS_PER_YEAR)
+                book = new * capex * (1 - (1 - res) * min(1.0, d.H / (life * HOURS_PER_YEAR)))
+                pv += new * capex - book * d.discount(d.end_month)
+        e = d.energy(r.offering)
+        for p in P.index:
+            h = float(P.at[p, "hours"])
+            c = r.units * float(o["fixed_per_month"]) * h / HOURS_PER_MONTH
+            idle = (r.units * int(o["gpus_per_unit"]) * h - busy.get((r.offering, p), 0.0)) * e * float(
+                o["idle_power_fraction"])
+            cost, pv = cost + c + idle, pv + (c + idle) * disc[p]
+    v = []
+    if not _close(cost, plan.total_cost):
+        v.append(f"cost: recomputed {cost:.6f} != ledger {plan.total_cost:.6f}")
+    if not _close(pv, plan.npv):
+        v.append(f"present value: recomputed {pv:.6f} != ledger {plan.npv:.6f}")
+    obj = pv if pr.objective == "npv" else cost
     if plan.result.objective is not None and not _close(obj, plan.result.objective):
-        v.append(f"objective: ledger {obj:.6f} != solver {plan.result.objective:.6f}")
+        v.append(f"objective: recomputed {obj:.6f} != solver {plan.result.objective:.6f}")
     if not _close(plan.by_pricing()["cost"].sum(), plan.total_cost):
         v.append("by_pricing does not add up to total_cost")
     if not _close(plan.by_workload()["cost"].sum(), plan.total_cost):

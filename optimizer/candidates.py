@@ -10,21 +10,28 @@ inference
     service, config, gpu, gpus, precision, bucket, rps — one row per
     configuration and request bucket it can serve; ``rps`` per replica.
 training
-    job, config, gpu, gpus, precision, hours — wall-clock hours the job needs
-    on a cluster of ``gpus`` GPUs at full speed (no interruptions).
+    job, config, gpu, gpus, precision, gpus_per_node, fabric_gbps_per_gpu,
+    hours — wall-clock hours the job needs on a cluster of ``gpus`` GPUs at
+    full speed (no interruptions). A cluster inside one node does not depend
+    on the fabric: its row leaves ``gpus_per_node`` and ``fabric_gbps_per_gpu``
+    empty and applies to every offering whose units hold it. A cluster over
+    several nodes has one row per link profile (GPUs per node, fabric
+    bandwidth per GPU) some offering of its GPU type has; a measured profile
+    applies to every offering its cluster can be placed on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .errors import InputError
 from .load import Problem
 
 INFERENCE_COLUMNS = ["service", "config", "gpu", "gpus", "precision", "bucket", "rps"]
-TRAINING_COLUMNS = ["job", "config", "gpu", "gpus", "precision", "hours"]
+TRAINING_COLUMNS = ["job", "config", "gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours"]
 
 
 @dataclass
@@ -77,7 +84,8 @@ def _profile_training(problem: Problem, j) -> pd.DataFrame:
                 "profile precision differs from the job's precision",
                 file=problem.file, field=f"training[{j.name}].profiles[{k}].precision",
                 value=p.precision, allowed=j.precision)
-        rows.append((j.name, config_id(p.gpu, p.gpus, j.precision), p.gpu, p.gpus, j.precision, float(p.hours)))
+        rows.append((j.name, config_id(p.gpu, p.gpus, j.precision), p.gpu, p.gpus, j.precision, np.nan, np.nan,
+                     float(p.hours)))
     df = pd.DataFrame(rows, columns=TRAINING_COLUMNS)
     if df["config"].duplicated().any():
         raise InputError("two profiles measure the same GPU type and cluster size",
@@ -86,11 +94,32 @@ def _profile_training(problem: Problem, j) -> pd.DataFrame:
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=float if c in ("rps", "hours") else
+    floats = ("rps", "hours", "gpus_per_node", "fabric_gbps_per_gpu")
+    return pd.DataFrame({c: pd.Series(dtype=float if c in floats else
                                       ("int64" if c == "gpus" else object)) for c in columns})
 
 
-def _sized(kind: str, workload, offered: list[str], reference) -> pd.DataFrame:
+def link_profiles(problem: Problem) -> pd.DataFrame:
+    """The distinct ways offerings join GPUs: gpu, gpus_per_node, fabric_gbps_per_gpu (empty: no fabric)."""
+    O = problem.offerings
+    lp = pd.DataFrame({"gpu": O["gpu"].to_numpy(), "gpus_per_node": O["gpus_per_unit"].astype(float).to_numpy(),
+                       "fabric_gbps_per_gpu": O["fabric_gbps_per_gpu"].astype(float).to_numpy()})
+    return lp.drop_duplicates().reset_index(drop=True)
+
+
+def _per_link(df: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
+    """One row per cluster that fits in one node of some offering (any link), and one per link profile
+    with a fabric for clusters larger than its node."""
+    biggest = links.groupby("gpu")["gpus_per_node"].max()
+    single = df[df["gpus"] <= df["gpu"].map(biggest).fillna(0)].assign(gpus_per_node=np.nan,
+                                                                          fabric_gbps_per_gpu=np.nan)
+    fab = links[links["fabric_gbps_per_gpu"].notna()]
+    multi = df.merge(fab, on="gpu")
+    multi = multi[multi["gpus"] > multi["gpus_per_node"]]
+    return pd.concat([single, multi], ignore_index=True)
+
+
+def _sized(kind: str, workload, offered: list[str], reference, links: pd.DataFrame | None = None) -> pd.DataFrame:
     """Analytic candidates of one service (``kind="inference"``) or job, as a candidate table."""
     from . import sizing
 
@@ -100,7 +129,7 @@ def _sized(kind: str, workload, offered: list[str], reference) -> pd.DataFrame:
         df, columns = df.assign(service=workload.name), INFERENCE_COLUMNS
     else:
         df = sizing.training_candidates(workload, offered, models=models, gpus=gpus, eff=eff)
-        df, columns = df.assign(job=workload.name), TRAINING_COLUMNS
+        df, columns = _per_link(df, links).assign(job=workload.name), TRAINING_COLUMNS
     df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
     return df[columns]
 
@@ -120,7 +149,8 @@ def build_candidates(problem: Problem) -> Candidates:
         reference = sizing.load_reference(problem.spec, problem.file)
     inf_parts = [_profile_inference(problem, s) if s.profiles else _sized("inference", s, offered, reference)
                  for s in problem.services]
-    tr_parts = [_profile_training(problem, j) if j.profiles else _sized("training", j, offered, reference)
+    links = link_profiles(problem)
+    tr_parts = [_profile_training(problem, j) if j.profiles else _sized("training", j, offered, reference, links)
                 for j in problem.jobs]
     inference = pd.concat(inf_parts, ignore_index=True) if inf_parts else _empty(INFERENCE_COLUMNS)
     training = pd.concat(tr_parts, ignore_index=True) if tr_parts else _empty(TRAINING_COLUMNS)

@@ -61,6 +61,11 @@ def efficiency_table() -> pd.DataFrame:
     return _csv("efficiency.csv").copy()
 
 
+def fabric_table() -> pd.DataFrame:
+    """Default bandwidth per GPU of each fabric kind between units (``catalogs/fabrics.csv``)."""
+    return _csv("fabrics.csv").copy()
+
+
 def finance_defaults() -> pd.DataFrame:
     """Named finance defaults (``catalogs/finance_defaults.csv``)."""
     return _csv("finance_defaults.csv").copy()

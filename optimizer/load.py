@@ -30,6 +30,11 @@ from .yamlio import read_yaml
 
 HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
+#: configurations a service may use over the horizon (``stability.max_configurations``) and currency
+#: per replica started (``stability.replica_start_cost``); the choice, and what it costs on the
+#: examples, are in docs/formulation.md ("Stable fleets")
+DEFAULT_MAX_CONFIGURATIONS = 1
+DEFAULT_REPLICA_START_COST = 0.0
 
 
 @dataclass
@@ -56,6 +61,8 @@ class Problem:
     overridden: list[dict] = field(default_factory=list)
     catalog_version: str = ""
     warnings: list[str] = field(default_factory=list)
+    #: offerings the catalogs or the file define that this problem does not consider: id, reason
+    excluded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["id", "reason"]))
 
     @property
     def name(self) -> str:
@@ -84,6 +91,24 @@ class Problem:
     @property
     def budget(self) -> float | None:
         return self.spec.constraints.budget
+
+    @property
+    def last_month(self) -> int:
+        return int(self.periods["month"].max())
+
+    def stability(self, service: InferenceService) -> tuple[int, float]:
+        """``(max_configurations, replica_start_cost)`` of a service: its own keys over the problem's.
+
+        Defaults: :data:`DEFAULT_MAX_CONFIGURATIONS` and
+        :data:`DEFAULT_REPLICA_START_COST`.
+        """
+        own = service.stability
+        top = self.spec.stability
+        n = (own.max_configurations if own and own.max_configurations is not None
+             else top.max_configurations if top.max_configurations is not None else DEFAULT_MAX_CONFIGURATIONS)
+        c = (own.replica_start_cost if own and own.replica_start_cost is not None
+             else top.replica_start_cost if top.replica_start_cost is not None else DEFAULT_REPLICA_START_COST)
+        return int(n), float(c)
 
     def demand(self) -> pd.DataFrame:
         """Demand per service, bucket and period: columns service, bucket, period, rps."""
@@ -427,6 +452,7 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
         services.append(s.model_copy(update=updates))
 
     jobs = []
+    last_month = max(p.month for p in spec.periods)
     for j in spec.training:
         updates = {}
         try:
@@ -437,7 +463,13 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
             if r not in regions:
                 err(unknown_name("region", r, regions, field=f"training[{j.name}].regions", value=r))
         months = {p.month for p in spec.periods}
-        if not any(j.start_month <= m <= j.deadline_month for m in months):
+        for key in ("start_month", "deadline_month"):
+            if getattr(j, key) > last_month:
+                err(InputError(
+                    f"month {getattr(j, key)} lies after the horizon, whose last period is in month {last_month}",
+                    field=f"training[{j.name}].{key}", value=getattr(j, key),
+                    allowed=f"a month of the horizon, 0..{last_month}"))
+        if j.deadline_month <= last_month and not any(j.start_month <= m <= j.deadline_month for m in months):
             err(InputError(
                 f"no period lies in the job's window of months {j.start_month}..{j.deadline_month}",
                 field=f"training[{j.name}].deadline_month", value=j.deadline_month,
@@ -453,18 +485,23 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
         [(p.name, float(p.hours), int(p.month)) for p in spec.periods], columns=["name", "hours", "month"]
     ).set_index("name")
     off = pd.DataFrame([o.model_dump() for o in offerings]).set_index("id")
+    # an id a named catalog defines is the catalog's offering, even when the file or --set changed it
+    catalog_ids = {o.id for o in cat_offerings}
+    off["from_catalog"] = off.index.isin(list(catalog_ids))
     off = _fill_offering_defaults(off)
 
-    warnings = []
     horizon_months = periods["hours"].sum() / HOURS_PER_MONTH
-    # only the file's own offerings: a catalog holds dozens of 1- and 3-year terms, and the plan
-    # reports the months left on any reservation it picks
-    for oid, row in off[off["pricing"] == "reserved"].iterrows():
-        if origin_of[oid] == file and row["term_months"] > horizon_months + 1e-9:
-            warnings.append(
-                f"offerings[{oid}]: reserved term of {int(row['term_months'])} months outlasts the "
-                f"{horizon_months:.1f}-month horizon; the plan reports the commitment left after it"
-            )
+    _check_providers(spec, off, file)
+    reasons = _exclusions(spec, off, horizon_months)
+    excluded = pd.DataFrame({"id": list(reasons), "reason": list(reasons.values())}, columns=["id", "reason"])
+    warnings = _assumption_warnings(spec, off[~off.index.isin(list(reasons))])
+    off = off[~off.index.isin(list(reasons))]
+    if off.empty:
+        raise InputError(
+            f"every offering is ruled out ({len(reasons)}): " + "; ".join(
+                f"{i}: {r}" for i, r in list(reasons.items())[:3]) + ("; ..." if len(reasons) > 3 else ""),
+            file=file, field="allow / providers",
+            allowed="keep at least one offering: allow.buy, allow.reserved_terms_months, providers.include")
     return Problem(
         file=file,
         spec=spec,
@@ -475,7 +512,82 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
         overridden=overridden,
         catalog_version=cat.catalog_version(),
         warnings=warnings,
+        excluded=excluded,
     )
+
+
+def _provider_of(off: pd.DataFrame) -> pd.Series:
+    """Each offering's provider, lower-cased; None where it names none."""
+    return pd.Series([p.lower() if isinstance(p, str) else None for p in off["provider"]], index=off.index,
+                     dtype=object)
+
+
+def provider_allowed(providers, provider: str | None) -> bool:
+    """Whether an offering of ``provider`` passes a ``providers: {include, exclude}`` choice.
+
+    Offerings that name no provider (a file's own definitions) always pass.
+    """
+    if providers is None or provider is None:
+        return True
+    p = provider.lower()
+    if providers.include is not None and p not in {n.lower() for n in providers.include}:
+        return False
+    return p not in {n.lower() for n in providers.exclude}
+
+
+def _check_providers(spec: ProblemFile, off: pd.DataFrame, file: str) -> None:
+    """Every provider name in a ``providers:`` choice names some offering's provider."""
+    known = sorted({p for p in _provider_of(off) if isinstance(p, str)})
+    choices = [("providers", spec.providers)]
+    choices += [(f"inference[{s.name}].providers", s.providers) for s in spec.inference]
+    choices += [(f"training[{j.name}].providers", j.providers) for j in spec.training]
+    errors = []
+    for where, ch in choices:
+        if ch is None:
+            continue
+        for key in ("include", "exclude"):
+            for name in getattr(ch, key) or []:
+                if name.lower() not in known:
+                    errors.append(unknown_name("provider", name, known, field=f"{where}.{key}", value=name,
+                                               file=file))
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
+
+
+def _exclusions(spec: ProblemFile, off: pd.DataFrame, horizon_months: float) -> dict[str, str]:
+    """Offerings this problem does not consider, with the reason and the key that would enable them.
+
+    Catalog owned offerings need ``allow.buy``; catalog reservations whose
+    term outlasts the horizon need their term in ``allow.reserved_terms_months``;
+    ``providers`` keeps or drops offerings by provider.
+    """
+    out: dict[str, str] = {}
+    terms = set(spec.allow.reserved_terms_months)
+    prov = _provider_of(off)
+    for oid, row in off.iterrows():
+        if row["from_catalog"] and row["pricing"] == "owned" and not spec.allow.buy:
+            out[oid] = "a catalog server to buy; buying is off (allow.buy: true enables it)"
+        elif (row["from_catalog"] and row["pricing"] == "reserved" and row["term_months"] > horizon_months + 1e-9
+              and int(row["term_months"]) not in terms):
+            out[oid] = (f"a catalog reservation of {int(row['term_months'])} months outlasts the "
+                        f"{horizon_months:.1f}-month horizon (allow.reserved_terms_months: "
+                        f"[{int(row['term_months'])}] enables it)")
+        elif not provider_allowed(spec.providers, prov[oid]):
+            out[oid] = f"provider {row['provider']} is not allowed by providers"
+    return out
+
+
+def _assumption_warnings(spec: ProblemFile, off: pd.DataFrame) -> list[str]:
+    """A warning for each catalog option the problem enabled whose numbers are assumptions."""
+    out = []
+    enabled = off["from_catalog"] & ((off["pricing"] == "owned") | (off["pricing"] == "reserved"))
+    for oid, row in off[enabled].iterrows():
+        assumed = row.get("assumed")
+        if isinstance(assumed, list) and assumed and (row["pricing"] == "owned" or int(row["term_months"]) in set(
+                spec.allow.reserved_terms_months)):
+            out.append(f"offerings[{oid}]: enabled by allow, and its {', '.join(assumed)} "
+                       f"{'is an assumption' if len(assumed) == 1 else 'are assumptions'} (no primary source)")
+    return out
 
 
 # Defaults for absent kind-specific fields (docs/problem-format.md lists them).
@@ -496,7 +608,23 @@ def _finance_default(name: str) -> float:
 
 
 def _fill_offering_defaults(off: pd.DataFrame) -> pd.DataFrame:
+    """Kind defaults, and the topology defaults (docs/problem-format.md, "Topology").
+
+    An offering that names no fabric has none: a training cluster never spans
+    two of its units. A named fabric without a bandwidth gets the fabric's
+    default (``catalogs/fabrics.csv``). Rented offerings bill whole units
+    unless they say ``billing: per_gpu``.
+    """
     off = off.copy()
+    off["fabric"] = off["fabric"].where(off["fabric"].notna(), "none")
+    fab = cat.fabric_table().set_index("name")["gbps_per_gpu"]
+    named = (off["fabric"] != "none") & off["fabric_gbps_per_gpu"].isna()
+    off["fabric_gbps_per_gpu"] = off["fabric_gbps_per_gpu"].astype(float)
+    off.loc[named, "fabric_gbps_per_gpu"] = off.loc[named, "fabric"].map(fab).astype(float)
+    off["max_cluster_units"] = off["max_cluster_units"].astype(float)
+    off.loc[off["fabric"] == "none", "max_cluster_units"] = 1.0
+    rented = off["pricing"].isin(["on_demand", "spot"])
+    off["billing"] = off["billing"].where(off["billing"].notna() | ~rented, "per_unit")
     # a spot offering without a measured rate gets the catalog's (finance_defaults.csv)
     spot = (off["pricing"] == "spot") & off["interruptions_per_hour"].isna()
     off["interruptions_per_hour"] = off["interruptions_per_hour"].astype(float)

@@ -154,6 +154,36 @@ def split_set(spec: str, file: str | None = None, field: str = "--set") -> tuple
     return m.group("path"), m.group("op"), m.group("value")
 
 
+def _mapping_field(keys: list[str]) -> bool:
+    """Whether the problem file's field at ``keys`` (list selectors skipped) holds a mapping.
+
+    ``--set providers.exclude=[vast]`` creates ``providers`` when the file has
+    none, as it does for ``finance`` or ``stability`` of a service.
+    """
+    from typing import get_args, get_origin
+
+    from pydantic import BaseModel
+
+    from .schema import ProblemFile
+
+    model = ProblemFile
+    for n, key in enumerate(keys):
+        f = model.model_fields.get(key) if model is not None else None
+        if f is None:
+            return False
+        stack, found = [f.annotation], None
+        while stack:
+            a = stack.pop()
+            if isinstance(a, type) and issubclass(a, BaseModel):
+                found = a
+            elif get_origin(a) is dict and n == len(keys) - 1:
+                return True
+            else:
+                stack.extend(get_args(a))
+        model = found
+    return model is not None
+
+
 def apply_set_value(raw: dict, path_text: str, op: str, value: object, file: str,
                     spec: str | None = None, field: str = "--set") -> dict:
     """Set (``op='='``) or multiply (``op='*='``) the field at ``path_text`` of ``raw`` in place."""
@@ -184,7 +214,7 @@ def apply_set_value(raw: dict, path_text: str, op: str, value: object, file: str
         if last:
             break
         if key not in node:
-            if key in ("constraints", "finance", "efficiency"):
+            if _mapping_field([k for k, _ in path[:i + 1]]):
                 node[key] = {}
             else:
                 raise InputError(f"{field} names no field {key!r}", file=file, field=field, value=spec,

@@ -206,6 +206,49 @@ class InferenceProfile(Strict):
         return v
 
 
+class Providers(Strict):
+    """Which providers' offerings may be used: ``include`` only these, ``exclude`` never these.
+
+    Names match an offering's ``provider`` case-insensitively; offerings that
+    name no provider (a file's own definitions) are not affected.
+    """
+
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
+
+    @field_validator("include", "exclude", mode="before")
+    @classmethod
+    def _one_or_list(cls, v):
+        return [v] if isinstance(v, str) else v
+
+
+class Stability(Strict):
+    """How steady a service's fleet must be across periods (docs/formulation.md, "Stable fleets").
+
+    ``max_configurations``: most distinct configurations (GPU type, GPUs per
+    replica, precision) a service uses over the horizon; absent: one. ``replica_start_cost``: currency charged per replica
+    started in a period after the first (a replica of a configuration on an
+    offering beyond the previous period's count), so that a change is made
+    only when it saves more than it costs.
+    """
+
+    max_configurations: PosInt | None = None
+    replica_start_cost: NonNeg | None = None
+
+
+class Allow(Strict):
+    """Catalog options a problem takes on only when it says so.
+
+    ``buy``: owned (bought) offerings from the catalogs are candidates.
+    ``reserved_terms_months``: catalog reservations whose term outlasts the
+    horizon are candidates only for these terms. A problem's own offerings
+    are always candidates.
+    """
+
+    buy: bool = False
+    reserved_terms_months: list[PosInt] = Field(default_factory=list)
+
+
 class InferenceService(Strict):
     """An inference service: a model, its request sizes, SLOs and demand per period."""
 
@@ -221,6 +264,8 @@ class InferenceService(Strict):
     spot: bool = False
     min_replicas: NonNegInt = 0
     profiles: list[InferenceProfile] | None = None
+    providers: Providers | None = None
+    stability: Stability | None = None
 
     @model_validator(mode="after")
     def _sizes(self) -> "InferenceService":
@@ -280,6 +325,7 @@ class TrainingJob(Strict):
     cluster_gpus: list[PosInt] = Field(default_factory=lambda: [8, 16, 32, 64], min_length=1)
     regions: list[str] | None = None
     profiles: list[TrainingProfile] | None = None
+    providers: Providers | None = None
 
     @model_validator(mode="after")
     def _window(self) -> "TrainingJob":
@@ -300,6 +346,9 @@ class Constraints(Strict):
 class Finance(Strict):
     objective: Literal["cost", "npv"] = "cost"
     discount_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
+    #: what the objective counts of a commitment that outlives the horizon: its share in the horizon
+    #: (``horizon``) or its whole term's payments and the purchase less its resale value (``full``)
+    commitments: Literal["horizon", "full"] = "horizon"
 
 
 class Scenario(Strict):
@@ -332,6 +381,9 @@ class ProblemFile(Strict):
     models: list[dict] = Field(default_factory=list)
     gpus: list[dict] = Field(default_factory=list)
     scenarios: list[Scenario] = Field(default_factory=list)
+    allow: Allow = Field(default_factory=Allow)
+    providers: Providers = Field(default_factory=Providers)
+    stability: Stability = Field(default_factory=Stability)
 
     @field_validator("catalog", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ Warnings do not stop a solve, but usually mean a mistake: offerings of the
 file nothing can use, reserved terms longer than the horizon, periods with
 no demand and no training, services with no demand at all, periods missing
 from a ``demand_rps`` mapping (they count as 0), and everything the solver
-pre-checks would call infeasible (:func:`optimizer.studies.diagnose.precheck`).
+pre-checks would call infeasible (:func:`optimizer.studies.precheck.precheck`).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def validate_file(path: str | Path) -> Validation:
 
 
 def _warnings(problem, cands, report: Validation) -> None:
-    from .studies.diagnose import precheck
+    from .studies.precheck import precheck
     from .model.formulation import prepare
 
     for w in problem.warnings:

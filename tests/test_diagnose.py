@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from conftest import write_problem
 from optimizer.solve.backends import Status
 from optimizer.cli import main
-from optimizer.studies.diagnose import KEYS, diagnose, precheck
+from optimizer.studies.diagnose import diagnose
+from optimizer.studies.precheck import KEYS, precheck
 from optimizer.candidates import build_candidates
 from optimizer.load import load_problem
 from optimizer.pipeline import run

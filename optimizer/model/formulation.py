@@ -1,25 +1,27 @@
 """Stage 3: the mixed-integer program, built per component family from whole tables.
 
-``build_model`` reads as the list of families. Each ``add_<family>`` selects
-its rows with pandas merges and hands whole term tables to :class:`~optimizer.model.mip.MIP`.
-Names follow fixed patterns so a solution maps back to tables mechanically
-(docs/formulation.md gives the mathematics under the same names):
+:func:`build_model` reads as the list of families. Each ``add_<family>`` selects
+its rows with pandas merges and states its constraints with the expression
+layer of :mod:`optimizer.model.expr`, as docs/formulation.md writes them.
+Block names follow fixed patterns so a solution maps back to tables
+mechanically; the plan and the report use the same names:
 
 variables
     ``inference-replicas`` [service, config, offering, period] integer;
     ``inference-routing`` [service, bucket, config, offering, period] rps;
-    ``units-running`` [offering, period] integer (on-demand, spot);
+    ``replica-starts`` [service, config, offering, period] replicas started;
+    ``config-used`` [service, config] binary (services limited in configurations);
+    ``units-running`` [offering, period] integer (on-demand, spot: rented for the whole period);
     ``units-reserved`` [offering, block] integer (one per term block: renewals);
     ``units-owned-new`` [offering] integer;
     ``training-select`` [job, config] binary;
-    ``training-run`` [job, config, offering, period] binary;
-    ``training-hours`` [job, config, offering, period] hours.
-constraints
-    ``inference-demand``, ``inference-routing-capacity``, ``inference-min-replicas``,
-    ``capacity-running-inference``, ``capacity-running-upper``,
-    ``capacity-reserved``, ``capacity-owned``, ``training-fit``,
-    ``training-hours-run``, ``training-run-select``, ``training-select-one``,
-    ``training-period-hours``, ``training-progress``, ``budget``.
+    ``training-run`` [job, config, offering, period, mode] binary;
+    ``training-hours`` [job, config, offering, period, mode] hours.
+
+A training cluster runs in one of two modes: ``shared``, inside the units
+the plan holds for the whole period (reserved, owned, or rented units
+running), beside that period's inference; or ``hourly``, on rented units
+taken by the hour for the cluster alone (on-demand and spot only).
 """
 
 from __future__ import annotations
@@ -30,30 +32,38 @@ import numpy as np
 import pandas as pd
 
 from ..candidates import Candidates
-from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
-from .mip import MIP, terms
+from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem, provider_allowed
+from .expr import Expr, lin, rhs_table
+from .mip import MIP
 
-RENTED = ("on_demand", "spot")
+#: pricing kinds whose units are rented period by period (or hour by hour for training)
+RENTED_KINDS = ("on_demand", "spot")
+#: pricing kinds whose units are committed for a term or bought
+COMMITTED_KINDS = ("reserved", "owned")
 #: A spot placement whose expected waste is at least this share of its hours is not offered.
 MAX_SPOT_WASTE = 0.5
+#: training modes (see the module docstring)
+SHARED, HOURLY = "shared", "hourly"
 
 
 @dataclass
-class Tables:
-    """Inputs of the formulation as flat tables (what the model code reads)."""
+class ModelData:
+    """Inputs of the formulation as flat tables (what the families read)."""
 
-    periods: pd.DataFrame  # period, hours, month, discount
-    offerings: pd.DataFrame  # offering, gpu, G, pricing, price, max_units, ... + cost coefficients
-    inference_options: pd.DataFrame  # service, config, offering, period, gpus, G, pricing
+    periods: pd.DataFrame  # period, hours, month, discount, pos (order in the horizon)
+    offerings: pd.DataFrame  # offering, gpu, G (GPUs per billed unit), host, pricing, price, max_units, ...
+    inference_options: pd.DataFrame  # service, config, offering, period, gpus, G, pricing, hours, discount
     rps: pd.DataFrame  # service, config, bucket, rps
     demand: pd.DataFrame  # service, bucket, period, rps
     multi_bucket: set[str]
     min_replicas: pd.DataFrame  # service, period, min_replicas
-    training_configs: pd.DataFrame  # job, config, gpu, gpus, hours
-    training_options: pd.DataFrame  # job, config, offering, period, gpus, G, pricing, hours_p, progress
+    stability: pd.DataFrame  # service, max_configurations, replica_start_cost
+    training_configs: pd.DataFrame  # job, config, gpu, gpus
+    training_options: pd.DataFrame  # job, config, offering, period, mode, gpus, units, rate, waste, ...
     horizon_hours: float
     objective: str
     rate: float  # yearly discount rate applied (0 under `objective: cost`)
+    commitments: str  # `horizon` or `full`
     jobs: list[str] = field(default_factory=list)  # every training job, candidates or not
 
 
@@ -69,16 +79,15 @@ def discount_factors(months: pd.Series, rate: float) -> pd.Series:
 def horizon_end_month(P: pd.DataFrame) -> float:
     """Calendar month at which the horizon ends (when owned units' book value comes back).
 
-    The month after the last period's month (design.md), or later when a period
-    runs past it: a period of 8760 h at month 24 ends at month 36, not 25.
+    The month after the last period's month, or later when a period runs
+    past it: a period of 8760 h at month 24 ends at month 36, not 25.
     """
     months = P["month"].astype(float)
     return float(max(months.max() + 1.0, (months + P["hours"].astype(float) / HOURS_PER_MONTH).max()))
 
 
 def spot_waste(
-    cluster_gpus: np.ndarray,
-    gpus_per_unit: np.ndarray,
+    cluster_units: np.ndarray,
     interruptions_per_hour: np.ndarray,
     checkpoint_minutes: np.ndarray,
     checkpoint_write_minutes: float,
@@ -86,147 +95,168 @@ def spot_waste(
 ) -> np.ndarray:
     """Expected share of a spot training job's hours that makes no progress.
 
-    A cluster spans ``n = ceil(cluster_gpus / gpus_per_unit)`` units, each
-    reclaimed at rate λ per hour, so interruptions arrive every M = 1/(n·λ)
-    hours. With a checkpoint every τ hours that takes δ to write, and a restart
-    taking R, the waste per hour of wall clock is (Young/Daly)
+    A cluster spans ``cluster_units`` units, each reclaimed at rate λ per
+    hour, so interruptions arrive every M = 1/(units·λ) hours. With a
+    checkpoint every τ hours that takes δ to write, and a restart taking R,
+    the waste per hour of wall clock is (Young/Daly)
 
         waste = δ/τ + (τ/2 + R)/M
 
     the checkpoint writes, plus half an interval of lost work and a restart
     per interruption.
     """
-    units = np.ceil(cluster_gpus / gpus_per_unit)
-    mtbi = 1.0 / np.maximum(units * interruptions_per_hour, 1e-12)
+    mtbi = 1.0 / np.maximum(cluster_units * interruptions_per_hour, 1e-12)
     tau = checkpoint_minutes / 60.0
     return checkpoint_write_minutes / 60.0 / tau + (tau / 2.0 + restart_minutes / 60.0) / mtbi
 
 
-def prepare(problem: Problem, cands: Candidates) -> Tables:
+def offering_table(problem: Problem) -> pd.DataFrame:
+    """One row per offering, in the model's units.
+
+    ``host`` is the GPUs of one machine (``gpus_per_unit``). ``G`` is the GPUs
+    of one *billed* unit: the machine, or one GPU for rented offerings that
+    bill by the GPU (``billing: per_gpu``), whose ``price`` and ``max_units``
+    are then per GPU. Everything below counts billed units.
+    """
+    O = problem.offerings.reset_index().rename(columns={"id": "offering", "gpus_per_unit": "host"})
+    O["host"] = O["host"].astype(int)
+    per_gpu = (O["billing"] == "per_gpu").to_numpy()
+    O["G"] = np.where(per_gpu, 1, O["host"]).astype(int)
+    price = O["price_per_hour"].astype(float).fillna(0.0)
+    O["price"] = np.where(per_gpu, price / O["host"], price)
+    O["max_units"] = np.where(per_gpu, O["max_units"].astype(float) * O["host"], O["max_units"].astype(float))
+    O["interruptions"] = O["interruptions_per_hour"].astype(float).fillna(0.0)  # only non-spot rows are empty
+    O["existing"] = O["existing_units"].fillna(0).astype(int)
+    # energy per busy GPU-hour of an owned GPU; idle GPU-hours pay idle_power_fraction of it
+    O["energy_per_gpu_hour"] = (O["power_kw"].fillna(0) / O["host"] * O["pue"].fillna(1.0)
+                                * O["electricity_per_kwh"].fillna(0))
+    O["provider_key"] = [p.lower() if isinstance(p, str) else None for p in O["provider"]]
+    return O
+
+
+def _allowed(opts: pd.DataFrame, workloads: dict, key: str) -> np.ndarray:
+    """Region, spot and provider rules of each row's workload."""
+    ok = []
+    for name, region, pricing, prov in zip(opts[key], opts["region"], opts["pricing"], opts["provider"]):
+        w = workloads[name]
+        ok.append((not w.regions or region in w.regions) and (pricing != "spot" or w.spot)
+                  and provider_allowed(w.providers, prov if isinstance(prov, str) else None))
+    return np.asarray(ok, dtype=bool)
+
+
+def prepare(problem: Problem, cands: Candidates) -> ModelData:
     """Turn the problem and its candidates into the tables the families select from."""
     eff = cands.efficiency
     P = problem.periods.reset_index().rename(columns={"name": "period"})
     rate = problem.discount_rate if problem.objective == "npv" else 0.0
     P["discount"] = discount_factors(P["month"], rate)
-    H = float(P["hours"].sum())
+    P["pos"] = np.arange(len(P))
+    O = offering_table(problem)
+    cols = ["offering", "gpu", "G", "host", "pricing", "region", "provider"]
 
-    O = problem.offerings.reset_index().rename(columns={"id": "offering", "gpus_per_unit": "G"})
-    O["G"] = O["G"].astype(int)
-    O["price"] = O["price_per_hour"].fillna(0.0)
-    O["interruptions"] = O["interruptions_per_hour"].astype(float).fillna(0.0)  # only non-spot rows are empty
-    O["existing"] = O["existing_units"].fillna(0).astype(int)
-    # energy per busy GPU-hour of an owned GPU; idle GPU-hours pay idle_power_fraction of it
-    O["energy_per_gpu_hour"] = (O["power_kw"].fillna(0) / O["G"] * O["pue"].fillna(1.0)
-                                * O["electricity_per_kwh"].fillna(0))
-
-    # --- inference options: (service, config) × offerings × periods -------------
+    # --- inference options: (service, config) × offerings × periods with demand or a floor
     inf = cands.inference
-    svc_rows = []
-    for s in problem.services:
-        regions = s.regions
-        for p in P["period"]:
-            svc_rows.append((s.name, p, bool(s.spot), tuple(regions) if regions else None, s.min_replicas))
-    svc = pd.DataFrame(svc_rows, columns=["service", "period", "spot_ok", "regions", "min_replicas"])
+    services = {s.name: s for s in problem.services}
     demand = problem.demand()
     total = demand.groupby(["service", "period"], as_index=False)["rps"].sum()
-    svc = svc.merge(total, on=["service", "period"], how="left")
-    # a replica is only useful where there is demand or a floor to meet
-    active = svc[(svc["rps"] > 0) | (svc["min_replicas"] > 0)]
-
+    floors = pd.DataFrame([(s.name, p, s.min_replicas) for s in problem.services for p in P["period"]],
+                          columns=["service", "period", "min_replicas"])
+    active = floors.merge(total, on=["service", "period"], how="left")
+    active = active[(active["rps"].fillna(0) > 0) | (active["min_replicas"] > 0)]
     configs = inf.drop_duplicates(["service", "config"])[["service", "config", "gpu", "gpus"]]
-    opts = configs.merge(O[["offering", "gpu", "G", "pricing", "region"]], on="gpu")
-    opts = opts[opts["gpus"] <= opts["G"]]
-    opts = opts.merge(active[["service", "period", "spot_ok", "regions"]], on="service")
-    ok_region = [r is None or reg in r for reg, r in zip(opts["region"], opts["regions"])]
-    ok_spot = (opts["pricing"] != "spot") | opts["spot_ok"]
-    opts = opts[np.asarray(ok_region, dtype=bool) & ok_spot.to_numpy()]
-    opts = opts.merge(P[["period", "hours", "discount"]], on="period")
-    inference_options = opts.drop(columns=["regions", "spot_ok", "region"]).reset_index(drop=True)
+    opts = configs.merge(O[cols], on="gpu")
+    opts = opts[(opts["gpus"] <= opts["host"]).to_numpy() & _allowed(opts, services, "service")]
+    opts = opts.merge(active[["service", "period"]], on="service").merge(
+        P[["period", "hours", "discount", "pos"]], on="period")
+    inference_options = opts.drop(columns=["region", "provider"]).reset_index(drop=True)
 
-    multi = {s.name for s in problem.services if len(s.buckets) > 1}
-    min_reps = svc.loc[svc["min_replicas"] > 0, ["service", "period", "min_replicas"]]
+    stab = pd.DataFrame([(s.name, *problem.stability(s)) for s in problem.services],
+                        columns=["service", "max_configurations", "replica_start_cost"])
 
-    # --- training options: (job, config) × offerings × periods in the window ----
+    # --- training options: (job, config) × offerings × periods in the window × modes ---
+    jobs = {j.name: j for j in problem.jobs}
     tc = cands.training
-    job_rows = []
-    for j in problem.jobs:
-        for p, m in zip(P["period"], P["month"]):
-            if j.start_month <= m <= j.deadline_month:
-                job_rows.append((j.name, p, bool(j.spot), tuple(j.regions) if j.regions else None,
-                                 float(j.checkpoint_minutes)))
-    jobs = pd.DataFrame(job_rows, columns=["job", "period", "spot_ok", "regions", "checkpoint_minutes"])
-    topt = tc[["job", "config", "gpu", "gpus", "hours"]].merge(
-        O[["offering", "gpu", "G", "pricing", "region", "max_units", "interruptions"]], on="gpu")
-    fits = topt["max_units"].isna() | (topt["gpus"] <= topt["max_units"].fillna(0) * topt["G"])
-    topt = topt[fits].merge(jobs, on="job")
-    ok_region = [r is None or reg in r for reg, r in zip(topt["region"], topt["regions"])]
-    ok_spot = (topt["pricing"] != "spot") | topt["spot_ok"]
-    topt = topt[np.asarray(ok_region, dtype=bool) & ok_spot.to_numpy()].copy()
-    waste = spot_waste(
-        topt["gpus"].to_numpy(float), topt["G"].to_numpy(float), topt["interruptions"].to_numpy(float),
-        topt["checkpoint_minutes"].to_numpy(float),
-        float(eff.get("checkpoint_write_minutes", 5.0)), float(eff.get("restart_minutes", 20.0)),
-    )
+    window = pd.DataFrame([(j.name, p) for j in problem.jobs for p, m in zip(P["period"], P["month"])
+                           if j.start_month <= m <= j.deadline_month], columns=["job", "period"])
+    topt = training_placements(tc, O).merge(O[["offering", "region", "provider", "interruptions"]],
+                                            on="offering")
+    topt = topt[_allowed(topt, jobs, "job")]
+    cp = np.array([jobs[j].checkpoint_minutes for j in topt["job"]], dtype=float)
+    waste = spot_waste(topt["cluster_units"].to_numpy(float), topt["interruptions"].to_numpy(float), cp,
+                       float(eff["checkpoint_write_minutes"]), float(eff["restart_minutes"]))
     topt["waste"] = np.where(topt["pricing"] == "spot", waste, 0.0)
     topt = topt[topt["waste"] < MAX_SPOT_WASTE]
-    topt["progress"] = 1.0 - topt["waste"]
-    topt = topt.merge(P[["period", "hours", "discount"]].rename(columns={"hours": "period_hours"}), on="period")
-    training_options = topt.drop(columns=["regions", "spot_ok", "region", "max_units", "interruptions"]
-                                 ).reset_index(drop=True)
+    # progress per hour run: the share of the job one hour does
+    topt["rate"] = (1.0 - topt["waste"]) / topt["hours"]
+    topt = topt.merge(window, on="job").merge(
+        P[["period", "hours", "discount", "pos"]].rename(columns={"hours": "period_hours"}), on="period")
+    # shared mode needs units held for the period: committed, or rented units that inference also runs
+    shared = topt.assign(mode=SHARED)
+    inf_op = inference_options[["offering", "period"]].drop_duplicates()
+    rented = shared["pricing"].isin(RENTED_KINDS)
+    shared = pd.concat([shared[~rented], shared[rented].merge(inf_op, on=["offering", "period"])],
+                       ignore_index=True)
+    hourly = topt[topt["pricing"].isin(RENTED_KINDS)].assign(mode=HOURLY)
+    training_options = pd.concat([shared, hourly], ignore_index=True).drop(
+        columns=["region", "provider", "interruptions"]).reset_index(drop=True)
 
-    return Tables(
+    min_reps = floors.loc[floors["min_replicas"] > 0, ["service", "period", "min_replicas"]]
+    return ModelData(
         periods=P,
         offerings=O,
         inference_options=inference_options,
         rps=inf[["service", "config", "bucket", "rps"]],
-        demand=demand[demand["rps"] > 0],
-        multi_bucket=multi,
+        demand=demand[demand["rps"] > 0].reset_index(drop=True),
+        multi_bucket={s.name for s in problem.services if len(s.buckets) > 1},
         min_replicas=min_reps,
-        training_configs=tc,
+        stability=stab,
+        training_configs=tc.drop_duplicates(["job", "config"])[["job", "config", "gpu", "gpus", "precision"]],
         training_options=training_options,
-        horizon_hours=H,
+        horizon_hours=float(P["hours"].sum()),
         objective=problem.objective,
         rate=rate,
+        commitments=problem.spec.finance.commitments,
         jobs=[j.name for j in problem.jobs],
     )
 
 
-# ---------------------------------------------------------------------------
-# cost coefficients (shared by the model, the plan's ledger and the audit)
+def training_placements(tc: pd.DataFrame, O: pd.DataFrame) -> pd.DataFrame:
+    """Every (job, config, offering) where the cluster can be placed, with its hours there.
 
-
-def owned_unit_costs(O: pd.DataFrame, P: pd.DataFrame, objective: str, rate: float) -> pd.DataFrame:
-    """Per-offering cost of one owned unit over the horizon, excluding busy energy.
-
-    Under ``cost``: depreciation of a new unit, capex·(1 − residual)·H ÷
-    (lifetime·8760); for every unit, fixed_per_month·months and idle energy
-    e·idle·G·H. Under ``npv``: capex at the start, minus the book value at the
-    end, capex·(1 − (1 − residual)·min(1, H ÷ (lifetime·8760))), discounted to
-    the month after the last period; fixed costs and idle energy per period,
-    discounted. ``P`` carries each period's ``discount`` factor.
+    A cluster of n GPUs on machines of ``host`` GPUs spans ⌈n / host⌉ of them.
+    One machine always works; more need a fabric between the machines
+    (``fabric`` not ``none``), at most ``max_cluster_units`` of them, and a
+    quota (``max_units``) that holds them. The hours are those of the
+    candidate row for the offering's link profile (or the one-node row).
+    ``units`` is how many *billed* units the cluster occupies.
     """
-    H = float(P["hours"].sum())
-    own = O[O["pricing"] == "owned"][["offering", "G", "capex", "lifetime_years", "residual_fraction",
-                                      "fixed_per_month", "idle_power_fraction", "energy_per_gpu_hour"]].copy()
-    life_h = own["lifetime_years"] * HOURS_PER_YEAR
-    if objective == "npv":
-        hours = float((P["hours"] * P["discount"]).sum())  # discounted hours
-        end = (1.0 + rate) ** (-horizon_end_month(P) / 12.0)
-        book = own["capex"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
-        own["capital_new"] = own["capex"] - book * end
-    else:
-        hours = H
-        own["capital_new"] = own["capex"] * (1 - own["residual_fraction"]) * H / life_h
-    own["fixed_unit"] = own["fixed_per_month"] * hours / HOURS_PER_MONTH
-    own["idle_energy_unit"] = own["energy_per_gpu_hour"] * own["idle_power_fraction"] * own["G"] * hours
-    return own
+    cols = ["offering", "gpu", "G", "host", "pricing", "fabric_gbps_per_gpu", "max_cluster_units", "max_units"]
+    x = tc.drop(columns=["hours", "gpus_per_node", "fabric_gbps_per_gpu"]).drop_duplicates(["job", "config"]).merge(
+        O[cols], on="gpu")
+    x["cluster_units"] = np.ceil(x["gpus"] / x["host"]).astype(int)
+    one = x["cluster_units"] == 1
+    joined = (x["fabric_gbps_per_gpu"].notna() & (x["cluster_units"] <= x["max_cluster_units"].fillna(np.inf)))
+    x["units"] = np.ceil(x["gpus"] / x["G"]).astype(int)
+    quota = x["max_units"].isna() | (x["units"] <= x["max_units"].fillna(0))
+    x = x[(one | joined) & quota]
+    # hours: the row of the offering's link profile where the cluster spans machines, else the row that
+    # applies to any link (a cluster inside one machine, or a measured profile)
+    anyl = tc[tc["gpus_per_node"].isna()][["job", "config", "hours"]].rename(columns={"hours": "any_hours"})
+    linked = tc[tc["gpus_per_node"].notna()][["job", "config", "gpus_per_node", "fabric_gbps_per_gpu", "hours"]]
+    out = x.merge(anyl, on=["job", "config"], how="left").merge(
+        linked.rename(columns={"gpus_per_node": "host"}), on=["job", "config", "host", "fabric_gbps_per_gpu"],
+        how="left")
+    multi = out["cluster_units"] > 1
+    out["hours"] = np.where(multi, out["hours"].fillna(out["any_hours"]), out["any_hours"])
+    out = out[out["hours"].notna()].drop(columns="any_hours")
+    return out.drop(columns=["max_cluster_units", "fabric_gbps_per_gpu"])
 
 
 # ---------------------------------------------------------------------------
 # families
 
 
-def add_inference(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
+def add_inference(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     """Replicas per (service, config, offering, period); demand, routing and floors.
 
     Single-size services: Σ replicas·rps ≥ demand. Bucketed services: each
@@ -234,77 +264,118 @@ def add_inference(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
     fractions, Σ routed ≥ demand·share, and a replica's time is shared by what
     is routed to it: Σ_b routed_b ÷ rps_b ≤ replicas.
     """
-    opts = T.inference_options
-    rep = m.add_variables("inference-replicas", opts[["service", "config", "offering", "period"]], integer=True)
-    rep = rep.merge(opts, on=["service", "config", "offering", "period"])
-    single = rep[~rep["service"].isin(T.multi_bucket)].merge(T.rps, on=["service", "config"])
-    multi = rep[rep["service"].isin(T.multi_bucket)]
+    opts = d.inference_options
+    keys = ["service", "config", "offering", "period"]
+    x = m.add_variables("inference-replicas", opts[keys], integer=True).merge(opts, on=keys)
+    single = x[~x["service"].isin(d.multi_bucket)].merge(d.rps, on=["service", "config"])
+    multi = x[x["service"].isin(d.multi_bucket)]
 
-    route = multi[["service", "config", "offering", "period", "var"]].rename(columns={"var": "rep_var"}).merge(
-        T.rps, on=["service", "config"])
-    route = route.merge(T.demand[["service", "bucket", "period"]], on=["service", "bucket", "period"])
-    rv = m.add_variables("inference-routing", route[["service", "bucket", "config", "offering", "period"]])
-    route = route.reset_index(drop=True)
-    route["var"] = rv["var"].to_numpy()
+    route = multi[keys + ["var"]].rename(columns={"var": "rep_var"}).merge(d.rps, on=["service", "config"])
+    route = route.merge(d.demand[["service", "bucket", "period"]], on=["service", "bucket", "period"])
+    rkeys = ["service", "bucket", "config", "offering", "period"]
+    f = m.add_variables("inference-routing", route[rkeys]).merge(route, on=rkeys)
 
-    keys = ["service", "bucket", "period"]
-    m.add_constraints(
-        "inference-demand",
-        [terms(single, keys, single["rps"]), terms(route, keys, 1.0)],
-        ">=",
-        T.demand.rename(columns={"rps": "rhs"}),
-        keys=keys,
-    )
-    ckeys = ["service", "config", "offering", "period"]
-    m.add_constraints(
-        "inference-routing-capacity",
-        [terms(route, ckeys, 1.0 / route["rps"]), terms(multi, ckeys, -1.0)],
-        "<=", 0.0, keys=ckeys,
-    )
-    mkeys = ["service", "period"]
-    m.add_constraints(
-        "inference-min-replicas",
-        [terms(rep, mkeys, 1.0)],
-        ">=",
-        T.min_replicas.rename(columns={"min_replicas": "rhs"}),
-        keys=mkeys,
-    )
-    return {"replicas": rep, "routing": route}
+    dkeys = ["service", "bucket", "period"]
+    served = lin(single, single["rps"], dkeys) + lin(f, 1.0, dkeys)
+    m.add("inference-demand", served >= d.demand.rename(columns={"rps": "rhs"}))
+    load = lin(f, 1.0 / f["rps"], keys) - lin(multi, 1.0, keys)
+    m.add("inference-routing-capacity", load <= 0.0)
+    m.add("inference-min-replicas",
+          lin(x, 1.0, ["service", "period"]) >= d.min_replicas.rename(columns={"min_replicas": "rhs"}))
+    return {"replicas": x, "routing": f}
 
 
-def add_training(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
-    """One configuration per job; hours per offering and period; progress to completion.
+def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
+    """Stable fleets: at most N configurations per service, and a price on every replica started.
 
-    ``training-run`` is 1 where the job's cluster is placed on an offering in
-    a period; hours there are at most the period's hours; a job's hours in a
-    period, over all offerings, are at most the period's hours; progress
-    (hours × (1 − spot waste)) covers the chosen configuration's hours.
+    ``config-used`` c_{s,k} is 1 if configuration k of service s runs in any
+    period: Σ_o x_{s,k,o,p} ≤ X̄_{s,k,p}·c_{s,k} (X̄ the most replicas it can
+    need there) and Σ_k c_{s,k} ≤ N_s. Only services with more candidate
+    configurations than N_s get these rows. ``replica-starts`` r ≥
+    x_{s,k,o,p} − x_{s,k,o,p'} (p' the period before p) for services with a
+    start cost; the cost is in :func:`add_costs`.
     """
-    tc = T.training_configs
-    sel = m.add_variables("training-select", tc[["job", "config"]], upper=1.0, integer=True)
-    sel = sel.merge(tc, on=["job", "config"])
-    opts = T.training_options
-    keys = ["job", "config", "offering", "period"]
-    run = m.add_variables("training-run", opts[keys], upper=1.0, integer=True).merge(opts, on=keys)
-    hrs = m.add_variables("training-hours", opts[keys], upper=opts["period_hours"].to_numpy()).merge(opts, on=keys)
+    x = inf["replicas"]
+    st = d.stability
+    n_cfg = x.groupby("service")["config"].nunique().rename("n").reset_index().merge(st, on="service")
+    limited = n_cfg[n_cfg["n"] > n_cfg["max_configurations"]]
+    used = pd.DataFrame(columns=["service", "config", "var"])
+    if len(limited):
+        xs = x[x["service"].isin(limited["service"])]
+        sk = xs[["service", "config"]].drop_duplicates()
+        used = m.add_variables("config-used", sk, upper=1.0, integer=True)
+        cap = replicas_needed(d).merge(sk, on=["service", "config"])
+        c = cap.merge(used, on=["service", "config"])
+        keys = ["service", "config", "period"]
+        m.add("stability-config-used", lin(xs, 1.0, keys) - lin(c, c["ub"], keys) <= 0.0)
+        m.add("stability-configurations",
+              lin(used, 1.0, ["service"]) <= limited[["service", "max_configurations"]].rename(
+                  columns={"max_configurations": "rhs"}))
+    starts = pd.DataFrame(columns=["service", "config", "offering", "period", "var", "start_cost"])
+    costly = st[st["replica_start_cost"] > 0]
+    xs = x[x["service"].isin(costly["service"]) & (x["pos"] > 0)]
+    if len(xs):
+        keys = ["service", "config", "offering", "period"]
+        starts = m.add_variables("replica-starts", xs[keys]).merge(xs[keys + ["pos", "discount"]], on=keys)
+        starts = starts.merge(costly[["service", "replica_start_cost"]], on="service").rename(
+            columns={"replica_start_cost": "start_cost"})
+        prev = x[["service", "config", "offering", "pos", "var"]].assign(pos=x["pos"] + 1).rename(
+            columns={"var": "prev_var"})
+        sp = starts[keys + ["pos"]].merge(x[keys + ["var"]], on=keys).merge(
+            prev, on=["service", "config", "offering", "pos"], how="left")
+        grown = lin(sp, 1.0, keys) - lin(starts, 1.0, keys)
+        had = sp[sp["prev_var"].notna()].astype({"prev_var": np.int64})
+        m.add("stability-starts", grown - lin(had, 1.0, keys, var="prev_var") <= 0.0)
+    return {"used": used, "starts": starts}
 
-    m.add_constraints("training-select-one", [terms(sel, ["job"], 1.0)], "==",
-                      # every job, so one without candidates is an empty row reported as infeasible
-                      pd.DataFrame({"job": pd.Series(T.jobs, dtype=object), "rhs": 1.0}), keys=["job"])
-    m.add_constraints("training-hours-run",
-                      [terms(hrs, keys, 1.0), terms(run, keys, -run["period_hours"])], "<=", 0.0, keys=keys)
-    selv = sel[["job", "config", "var"]].rename(columns={"var": "sel_var"})
-    rs = run.merge(selv, on=["job", "config"])
-    m.add_constraints("training-run-select",
-                      [terms(rs, keys, 1.0), terms(rs, keys, -1.0, var="sel_var")], "<=", 0.0, keys=keys)
-    per = hrs.groupby(["job", "period"], as_index=False)["period_hours"].first().rename(
-        columns={"period_hours": "rhs"})
-    m.add_constraints("training-period-hours", [terms(hrs, ["job", "period"], 1.0)], "<=", per,
-                      keys=["job", "period"])
-    m.add_constraints("training-progress",
-                      [terms(hrs, ["job", "config"], hrs["progress"]), terms(sel, ["job", "config"], -sel["hours"])],
-                      "==", 0.0, keys=["job", "config"])
-    return {"select": sel, "run": run, "hours": hrs}
+
+def replicas_needed(d: ModelData) -> pd.DataFrame:
+    """Most replicas of a configuration a service can need in a period, over all offerings.
+
+    Enough to carry all of the period's demand alone, Σ_b ⌈demand_b ÷ rps_b⌉
+    rounded up as a whole, and no fewer than the floor: a plan with more is
+    never cheaper. Columns service, config, period, ub.
+    """
+    opts = d.inference_options[["service", "config", "period"]].drop_duplicates()
+    need = opts.merge(d.rps, on=["service", "config"]).merge(
+        d.demand.rename(columns={"rps": "demand"}), on=["service", "bucket", "period"], how="left")
+    need["t"] = need["demand"].fillna(0.0) / need["rps"]
+    ub = need.groupby(["service", "config", "period"], as_index=False)["t"].sum()
+    ub = ub.merge(d.min_replicas, on=["service", "period"], how="left")
+    ub["ub"] = np.maximum(np.ceil(ub["t"] - 1e-9), ub["min_replicas"].fillna(0.0))
+    return ub[["service", "config", "period", "ub"]]
+
+
+def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
+    """One configuration per job; hours per offering, period and mode; progress to completion.
+
+    ``training-run`` is 1 where the job's cluster runs on an offering in a
+    period (in a mode); its hours there are at most the period's; a job's
+    hours in a period over all placements are at most the period's hours;
+    progress, Σ hours × rate (the share of the job an hour does, less spot
+    waste), equals 1 for the chosen configuration.
+    """
+    tc = d.training_configs
+    z = m.add_variables("training-select", tc[["job", "config"]], upper=1.0, integer=True).merge(
+        tc, on=["job", "config"])
+    opts = d.training_options
+    keys = ["job", "config", "offering", "period", "mode"]
+    # a placement never runs longer than the period, nor longer than the whole job takes there (1 ÷ rate)
+    opts = opts.assign(max_hours=np.minimum(opts["period_hours"], 1.0 / opts["rate"]))
+    w = m.add_variables("training-run", opts[keys], upper=1.0, integer=True).merge(opts, on=keys)
+    t = m.add_variables("training-hours", opts[keys], upper=opts["max_hours"].to_numpy()).merge(opts, on=keys)
+
+    # every job, so one without candidates is an empty row reported as infeasible
+    m.add("training-select-one", lin(z, 1.0, ["job"]).eq(pd.DataFrame({"job": pd.Series(d.jobs, dtype=object),
+                                                                      "rhs": 1.0})))
+    m.add("training-hours-run", lin(t, 1.0, keys) - lin(w, w["max_hours"], keys) <= 0.0)
+    ws = w.merge(z[["job", "config", "var"]].rename(columns={"var": "sel_var"}), on=["job", "config"])
+    m.add("training-run-select", lin(ws, 1.0, keys) - lin(ws, 1.0, keys, var="sel_var") <= 0.0)
+    per = t.groupby(["job", "period"], as_index=False)["period_hours"].first()
+    m.add("training-period-hours", lin(t, 1.0, ["job", "period"]) <= rhs_table(per, ["job", "period"],
+                                                                               per["period_hours"]))
+    m.add("training-progress", (lin(t, t["rate"], ["job", "config"]) - lin(z, 1.0, ["job", "config"])).eq(0.0))
+    return {"select": z, "run": w, "hours": t}
 
 
 def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
@@ -316,171 +387,242 @@ def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
 
 
 def reserved_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
-    """One row per (reserved offering, term block that some period falls in)."""
+    """One row per (reserved offering, term block that some period falls in), with its start month."""
     pb = period_blocks(O, P).drop_duplicates(["offering", "block"])[["offering", "block"]]
     res = pb.merge(O[O["pricing"] == "reserved"], on="offering")
     res["start_month"] = res["block"] * res["term_months"].astype(int)
     return res.sort_values(["offering", "block"]).reset_index(drop=True)
 
 
-def add_units(m: MIP, T: Tables) -> dict[str, pd.DataFrame]:
-    """Units running per period (rented), reserved units per term block, new owned units."""
-    O = T.offerings
-    rented = O[O["pricing"].isin(RENTED)]
-    run = rented[["offering"]].merge(T.periods[["period"]], how="cross")
-    run = run.merge(rented[["offering", "G", "max_units", "price"]], on="offering")
-    run = run.merge(T.periods[["period", "hours", "discount"]], on="period")
-    used = set(T.inference_options["offering"])
-    run = run[run["offering"].isin(used)]
-    ub = run["max_units"].fillna(np.inf).to_numpy(float)
-    v = m.add_variables("units-running", run[["offering", "period"]], upper=ub, integer=True)
-    run = run.reset_index(drop=True)
-    run["var"] = v["var"].to_numpy()
+def add_units(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
+    """Units per offering: rented for the period, reserved per term block, owned (existing + new).
+
+    Returns the variable tables and ``held``: for every (offering, period),
+    the units the plan holds for the whole period as terms ``G·var`` plus
+    the GPUs already owned (``G·existing``).
+    """
+    O, P = d.offerings, d.periods
+    need = pd.concat([d.inference_options[["offering", "period"]],
+                      d.training_options.loc[d.training_options["mode"] == SHARED, ["offering", "period"]]]
+                     ).drop_duplicates()
+    rented = O[O["pricing"].isin(RENTED_KINDS)][["offering", "G", "max_units", "price"]]
+    run = rented.merge(need, on="offering").merge(P[["period", "hours", "discount", "pos"]], on="period")
+    y = m.add_variables("units-running", run[["offering", "period"]],
+                        upper=run["max_units"].fillna(np.inf).to_numpy(float), integer=True).merge(
+        run, on=["offering", "period"])
 
     # reserved units per term block: a term of T months covers months [k·T, (k+1)·T); a new block
     # is a renewal, whose size may differ. A term at least as long as the horizon is one block.
-    res = reserved_blocks(O, T.periods)
-    v = m.add_variables("units-reserved", res[["offering", "block"]],
-                        upper=res["max_units"].fillna(np.inf).to_numpy(float), integer=True)
-    res["var"] = v["var"].to_numpy()
+    res = reserved_blocks(O, P)
+    u = m.add_variables("units-reserved", res[["offering", "block"]],
+                        upper=res["max_units"].fillna(np.inf).to_numpy(float), integer=True).merge(
+        res, on=["offering", "block"])
 
     own = O[O["pricing"] == "owned"].reset_index(drop=True)
     cap = (own["max_units"] - own["existing"]).fillna(np.inf).clip(lower=0).to_numpy(float)
-    v = m.add_variables("units-owned-new", own[["offering"]], upper=cap, integer=True)
-    own["var"] = v["var"].to_numpy()
+    v = m.add_variables("units-owned-new", own[["offering"]], upper=cap, integer=True).merge(own, on="offering")
 
-    # committed or owned units available in each period (the variable and the units already there)
-    pb = period_blocks(O, T.periods)
+    pb = period_blocks(O, P)
     held = pd.concat([
-        pb.merge(res[["offering", "block", "G", "var"]], on=["offering", "block"]).assign(existing=0),
-        own[["offering", "G", "var", "existing"]].merge(T.periods[["period"]], how="cross"),
+        y[["offering", "period", "G", "var"]].assign(existing=0),
+        pb.merge(u[["offering", "block", "G", "var"]], on=["offering", "block"])[
+            ["offering", "period", "G", "var"]].assign(existing=0),
+        v[["offering", "G", "var", "existing"]].merge(P[["period"]], how="cross"),
     ], ignore_index=True)[["offering", "period", "G", "var", "existing"]]
-    return {"running": run, "reserved": res, "owned": own, "held": held}
+    return {"running": y, "reserved": u, "owned": v, "held": held}
 
 
-def add_capacity(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> None:
-    """Inference GPUs I and training GPUs T fit in each offering, period by period.
+def add_capacity(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -> None:
+    """Inference and training GPUs fit in the units, period by period.
 
-    Rented: I ≤ G·units running and units running + T/G ≤ max_units.
-    Reserved: I + T ≤ G·units reserved. Owned: I + T ≤ G·(existing + new).
-    A cluster runs beside that period's inference only where it fits:
-    cluster GPUs ≤ G·units − I (reserved, owned) or ≤ (max_units − units
-    running)·G (rented).
+    With H the units held for the whole period (rented units running,
+    reserved units of the period's block, owned units) and G GPUs per unit:
+
+    - ``capacity``: inference GPUs + shared training GPUs (cluster GPUs ×
+      hours ÷ period hours) ≤ G·H;
+    - ``training-fit``: a shared cluster runs only where it fits beside the
+      period's inference, never time-sliced: n·w + inference GPUs ≤ G·H;
+    - ``capacity-quota`` (rented with ``max_units``): units running + the
+      hourly clusters' units (× hours ÷ period hours) ≤ max_units, and
+      ``training-fit-quota``: units running + a cluster's units ≤ max_units
+      while it runs.
     """
     keys = ["offering", "period"]
-    rep = inf["replicas"]
-    I_terms = terms(rep, keys, rep["gpus"])  # inference GPUs
-    hrs = tr["hours"]
-    T_terms = terms(hrs, keys, hrs["gpus"] / hrs["period_hours"])  # average training GPUs
-    run = units["running"]
+    x, held = inf["replicas"], units["held"]
+    t, w = tr["hours"], tr["run"]
+    t_sh, w_sh = t[t["mode"] == SHARED], w[w["mode"] == SHARED]
+    I = lin(x, x["gpus"], keys)
+    H = lin(held, held["G"], keys)
+    owned_gpus = rhs_table(held[held["existing"] > 0], keys, held.loc[held["existing"] > 0, "G"]
+                           * held.loc[held["existing"] > 0, "existing"])
+    m.add("capacity", I + lin(t_sh, t_sh["gpus"] / t_sh["period_hours"], keys) - H <= owned_gpus)
 
-    is_rented = I_terms["offering"].isin(run["offering"])
-    m.add_constraints("capacity-running-inference",
-                      [I_terms[is_rented], terms(run, keys, -run["G"])], "<=", 0.0, keys=keys)
-    capped = run[run["max_units"].notna()]
-    t_rented = T_terms[T_terms["offering"].isin(capped["offering"])]
-    m.add_constraints(
-        "capacity-running-upper",
-        [terms(capped, keys, 1.0), t_rented.assign(coef=t_rented["coef"] /
-                                                  t_rented["offering"].map(capped.groupby("offering")["G"].first()))],
-        "<=", capped[keys].assign(rhs=capped["max_units"].to_numpy(float)), keys=keys)
+    fkeys = ["job", "config", "offering", "period", "mode"]
+    if len(w_sh):
+        fi = w_sh[fkeys].merge(x[keys + ["var", "gpus"]], on=keys)
+        fh = w_sh[fkeys].merge(held, on=keys)
+        # one held row per (offering, period): its units, and the GPUs already owned on the right
+        m.add("training-fit", lin(w_sh, w_sh["gpus"], fkeys) + lin(fi, fi["gpus"], fkeys)
+              - lin(fh, fh["G"], fkeys) <= rhs_table(fh, fkeys, fh["G"] * fh["existing"]))
 
-    held = units["held"]
-    for kind, name in (("reserved", "capacity-reserved"), ("owned", "capacity-owned")):
-        rows = held[held["offering"].isin(T.offerings.loc[T.offerings["pricing"] == kind, "offering"])]
-        mine = set(rows["offering"])
-        m.add_constraints(
-            name,
-            [I_terms[I_terms["offering"].isin(mine)], T_terms[T_terms["offering"].isin(mine)],
-             terms(rows, keys, -rows["G"])],
-            "<=", rows[keys].assign(rhs=(rows["G"] * rows["existing"]).to_numpy(float)), keys=keys)
-
-    # training-fit: n_c·run + I − G·units ≤ G·existing (reserved/owned); n_c·run + G·running ≤ G·max_units (rented)
-    fkeys = ["job", "config", "offering", "period"]
-    trun = tr["run"]
-    fr = trun[trun["offering"].isin(held["offering"])]
-    if len(fr):
-        rep_op = rep[["offering", "period", "var", "gpus"]]
-        fr_inf = fr[fkeys].merge(rep_op, on=["offering", "period"])
-        fr_cap = fr[fkeys].merge(held.rename(columns={"var": "uvar"}), on=["offering", "period"])
-        m.add_constraints(
-            "training-fit",
-            [terms(fr, fkeys, fr["gpus"]), terms(fr_inf, fkeys, fr_inf["gpus"]),
-             terms(fr_cap, fkeys, -fr_cap["G"], var="uvar")],
-            "<=", fr_cap[fkeys].assign(rhs=(fr_cap["G"] * fr_cap["existing"]).to_numpy(float)), keys=fkeys)
-    rr = trun[trun["offering"].isin(capped["offering"])]
-    if len(rr):
-        rr_units = rr[fkeys].merge(capped[["offering", "period", "var", "G", "max_units"]].rename(
-            columns={"var": "uvar"}), on=["offering", "period"])
-        m.add_constraints(
-            "training-fit-rented",
-            [terms(rr, fkeys, rr["gpus"]), terms(rr_units, fkeys, rr_units["G"], var="uvar")],
-            "<=", rr_units[fkeys].assign(rhs=(rr_units["G"] * rr_units["max_units"]).to_numpy(float)), keys=fkeys)
+    y = units["running"]
+    capped = y[y["max_units"].notna()]
+    t_hr, w_hr = t[t["mode"] == HOURLY], w[w["mode"] == HOURLY]
+    t_hr = t_hr[t_hr["offering"].isin(set(capped["offering"])) | t_hr["max_units"].notna()]
+    quota = pd.concat([capped[keys + ["max_units"]],
+                       t_hr[keys + ["max_units"]]]).drop_duplicates(keys)
+    m.add("capacity-quota", lin(capped, 1.0, keys) + lin(t_hr, t_hr["units"] / t_hr["period_hours"], keys)
+          <= rhs_table(quota, keys, quota["max_units"]))
+    w_hr = w_hr[w_hr["max_units"].notna()]
+    if len(w_hr):
+        wy = w_hr[fkeys].merge(y[keys + ["var"]], on=keys)
+        m.add("training-fit-quota", lin(w_hr, w_hr["units"], fkeys) + lin(wy, 1.0, fkeys)
+              <= rhs_table(w_hr, fkeys, w_hr["max_units"]))
 
 
-def add_costs(m: MIP, T: Tables, inf: dict, tr: dict, units: dict) -> pd.DataFrame:
-    """The objective: rental, reservation, ownership and energy, as docs/formulation.md states.
+def after_horizon_months(start_month, term_months, end_month: float) -> np.ndarray:
+    """Months of a term that fall after the horizon's end: max(0, start + term − end)."""
+    return np.maximum(0.0, np.asarray(start_month, float) + np.asarray(term_months, float) - end_month)
 
-    Returns the objective's term table (``var``, ``coef``) for the budget.
-    Under ``npv`` every per-period flow is weighted by its discount factor.
+
+def monthly_flow_pv(months: np.ndarray, first_month: float, rate: float) -> np.ndarray:
+    """Present value of 730 h a month paid for ``months`` months from ``first_month`` (one per row).
+
+    Month k (k = 0, 1, ...) of the flow is discounted at (1 + r)^(−(first + k)/12);
+    a fraction of a month pays its fraction.
     """
-    O = T.offerings
-    parts = []
-    run = units["running"]
-    parts.append(terms(run, [], run["price"] * run["hours"] * run["discount"]))
+    out = np.zeros(len(months))
+    for i, n in enumerate(np.asarray(months, float)):
+        k = np.arange(int(np.ceil(n)))
+        share = np.minimum(1.0, n - k)
+        out[i] = float((HOURS_PER_MONTH * share * (1.0 + rate) ** (-(first_month + k) / 12.0)).sum())
+    return out
 
-    hrs = tr["hours"].merge(O[["offering", "price", "energy_per_gpu_hour", "idle_power_fraction"]], on="offering")
-    rented = hrs["pricing"].isin(RENTED)
-    owned = hrs["pricing"] == "owned"
-    coef = np.where(rented, hrs["gpus"] / hrs["G"] * hrs["price"], 0.0)
-    coef = coef + np.where(owned, hrs["gpus"] * hrs["energy_per_gpu_hour"]
-                           * (1 - hrs["idle_power_fraction"].fillna(0)), 0.0)
-    parts.append(terms(hrs, [], coef * hrs["discount"]))
 
-    rep = inf["replicas"].merge(O[["offering", "energy_per_gpu_hour", "idle_power_fraction"]], on="offering")
-    rep = rep[rep["pricing"] == "owned"]
-    parts.append(terms(rep, [], rep["gpus"] * rep["hours"] * rep["energy_per_gpu_hour"]
-                       * (1 - rep["idle_power_fraction"].fillna(0)) * rep["discount"]))
+def owned_unit_costs(O: pd.DataFrame, P: pd.DataFrame, objective: str, rate: float, commitments: str
+                     ) -> pd.DataFrame:
+    """Per-offering cost of one owned unit, excluding busy energy.
 
-    res = units["reserved"]
-    pb = period_blocks(O, T.periods).merge(T.periods[["period", "hours", "discount"]], on="period")
-    dh = (pb["hours"] * pb["discount"]).groupby([pb["offering"], pb["block"]]).sum()
-    res_dh = dh.reindex(pd.MultiIndex.from_frame(res[["offering", "block"]])).to_numpy(float)
-    start_disc = (1.0 + T.rate) ** (-res["start_month"].astype(float) / 12.0)
-    parts.append(terms(res, [], res["price"] * res_dh + res["upfront"].fillna(0) * start_disc))
+    Capital of a new unit (``capital_new``), counted as ``finance.commitments`` says:
 
-    own = units["owned"].merge(owned_unit_costs(O, T.periods, T.objective, T.rate)[
+    - ``horizon``, under ``cost``: straight-line depreciation of the horizon's
+      share, capex·(1 − residual)·H ÷ (lifetime·8760); under ``npv``: capex at
+      the start less the book value at the horizon's end,
+      capex·(1 − (1 − residual)·min(1, H ÷ (lifetime·8760))), discounted.
+    - ``full``, for a unit whose life outlasts the horizon: the whole purchase
+      less its resale value at the end of its life, capex·(1 − residual) under
+      ``cost`` and capex − capex·residual·(1 + r)^(−lifetime) under ``npv``.
+      A unit whose life ends inside the horizon counts as under ``horizon``.
+
+    For every unit, new or existing: fixed_per_month·months (``fixed_unit``)
+    and idle energy e·idle·G·H (``idle_energy_unit``) over the horizon, per
+    period and discounted under ``npv``.
+    """
+    H = float(P["hours"].sum())
+    own = O[O["pricing"] == "owned"][["offering", "host", "capex", "lifetime_years", "residual_fraction",
+                                      "fixed_per_month", "idle_power_fraction", "energy_per_gpu_hour"]].copy()
+    life_h = own["lifetime_years"] * HOURS_PER_YEAR
+    hours = float((P["hours"] * P["discount"]).sum()) if objective == "npv" else H
+    if objective == "npv":
+        end = (1.0 + rate) ** (-horizon_end_month(P) / 12.0)
+        book = own["capex"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
+        horizon = own["capex"] - book * end
+        full = own["capex"] - own["capex"] * own["residual_fraction"] * (1.0 + rate) ** (-own["lifetime_years"])
+    else:
+        horizon = own["capex"] * (1 - own["residual_fraction"]) * H / life_h
+        full = own["capex"] * (1 - own["residual_fraction"])
+    outlives = (life_h > H).to_numpy()
+    own["capital_new"] = np.where(outlives & (commitments == "full"), full, horizon)
+    own["fixed_unit"] = own["fixed_per_month"] * hours / HOURS_PER_MONTH
+    own["idle_energy_unit"] = own["energy_per_gpu_hour"] * own["idle_power_fraction"] * own["host"] * hours
+    return own
+
+
+def reserved_unit_costs(res: pd.DataFrame, P: pd.DataFrame, rate: float, commitments: str) -> np.ndarray:
+    """Cost of one reserved unit of each term block (``res``: offering, block, start_month, term, price, upfront).
+
+    ``horizon``: the price for every hour of the block's periods (discounted
+    per period under ``npv``) and the upfront payment at the block's start.
+    ``full`` adds what the term owes after the horizon: the price for 730 h a
+    month over its months after the horizon's end (each month discounted
+    under ``npv``).
+    """
+    start_disc = (1.0 + rate) ** (-res["start_month"].astype(float) / 12.0)
+    pb = period_blocks(res.drop_duplicates("offering"), P).merge(P[["period", "hours", "discount"]], on="period")
+    per = (pb["hours"] * pb["discount"]).groupby([pb["offering"], pb["block"]]).sum()
+    dh = per.reindex(pd.MultiIndex.from_frame(res[["offering", "block"]])).to_numpy(float)
+    if commitments == "full":
+        end = horizon_end_month(P)
+        dh = dh + monthly_flow_pv(after_horizon_months(res["start_month"], res["term_months"], end), end, rate)
+    return res["price"].to_numpy(float) * dh + res["upfront"].fillna(0).to_numpy(float) * start_disc.to_numpy()
+
+
+def add_costs(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict, stab: dict) -> Expr:
+    """The objective: rental, reservation, ownership, energy and replica starts (docs/formulation.md).
+
+    Returns the objective as an expression (for the budget). Under ``npv``
+    every per-period flow is weighted by its discount factor.
+    """
+    O = d.offerings
+    y = units["running"]
+    parts = [lin(y, y["price"] * y["hours"] * y["discount"], [])]
+
+    t = tr["hours"].merge(O[["offering", "price", "energy_per_gpu_hour", "idle_power_fraction"]], on="offering")
+    hourly = (t["mode"] == HOURLY).to_numpy()
+    owned = (t["pricing"] == "owned").to_numpy()
+    coef = np.where(hourly, t["units"] * t["price"], 0.0)
+    coef = coef + np.where(owned, t["gpus"] * t["energy_per_gpu_hour"] * (1 - t["idle_power_fraction"].fillna(0)),
+                           0.0)
+    parts.append(lin(t, coef * t["discount"], []))
+
+    x = inf["replicas"].merge(O[["offering", "energy_per_gpu_hour", "idle_power_fraction"]], on="offering")
+    x = x[x["pricing"] == "owned"]
+    parts.append(lin(x, x["gpus"] * x["hours"] * x["energy_per_gpu_hour"] * (1 - x["idle_power_fraction"].fillna(0))
+                     * x["discount"], []))
+
+    u = units["reserved"]
+    parts.append(lin(u, reserved_unit_costs(u, d.periods, d.rate, d.commitments), []))
+
+    v = units["owned"].merge(owned_unit_costs(O, d.periods, d.objective, d.rate, d.commitments)[
         ["offering", "capital_new", "fixed_unit", "idle_energy_unit"]], on="offering")
-    parts.append(terms(own, [], own["capital_new"] + own["fixed_unit"] + own["idle_energy_unit"]))
-    constant = float((own["existing"] * (own["fixed_unit"] + own["idle_energy_unit"])).sum())
+    parts.append(lin(v, v["capital_new"] + v["fixed_unit"] + v["idle_energy_unit"], []))
+    constant = float((v["existing"] * (v["fixed_unit"] + v["idle_energy_unit"])).sum())
 
-    obj = pd.concat(parts, ignore_index=True)
-    m.add_objective(obj, constant)
+    s = stab["starts"]
+    if len(s):
+        parts.append(lin(s, s["start_cost"] * s["discount"], []))
+
+    obj = parts[0]
+    for p in parts[1:]:
+        obj = obj + p
+    m.add_objective(obj.terms, constant)
     return obj
 
 
-def add_budget(m: MIP, obj: pd.DataFrame, budget: float | None) -> None:
+def add_budget(m: MIP, obj: Expr, budget: float | None) -> None:
     """The objective, constant included, is at most ``constraints.budget``."""
     if budget is None:
         return
-    m.add_constraints("budget", [obj.assign(k=0)], "<=",
-                      pd.DataFrame({"k": [0], "rhs": [budget - m.objective_constant]}), keys=["k"])
+    m.add("budget", obj <= budget - m.objective_constant)
 
 
-def build_model(problem: Problem, cands: Candidates) -> tuple[MIP, Tables, dict]:
+def build_model(problem: Problem, cands: Candidates) -> tuple[MIP, ModelData, dict]:
     """The whole MIP: one call per component family.
 
-    Returns the model, the input tables and the labelled variable tables
-    (what :mod:`optimizer.plan` reads the solution from).
+    Returns the model, its input tables and the labelled variable tables
+    (what :mod:`optimizer.plan` reads the solution from), named as the blocks.
     """
-    T = prepare(problem, cands)
+    d = prepare(problem, cands)
     m = MIP()
-    inf = add_inference(m, T)
-    tr = add_training(m, T)
-    units = add_units(m, T)
-    add_capacity(m, T, inf, tr, units)
-    obj = add_costs(m, T, inf, tr, units)
+    inf = add_inference(m, d)
+    stab = add_stability(m, d, inf)
+    tr = add_training(m, d)
+    units = add_units(m, d)
+    add_capacity(m, d, inf, tr, units)
+    obj = add_costs(m, d, inf, tr, units, stab)
     add_budget(m, obj, problem.budget)
-    return m, T, {**{f"inference-{k}": v for k, v in inf.items()},
-                  **{f"training-{k}": v for k, v in tr.items()},
-                  **{f"units-{k}": v for k, v in units.items()}}
+    return m, d, {"inference-replicas": inf["replicas"], "inference-routing": inf["routing"],
+                  "config-used": stab["used"], "replica-starts": stab["starts"],
+                  "training-select": tr["select"], "training-run": tr["run"], "training-hours": tr["hours"],
+                  "units-running": units["running"], "units-reserved": units["reserved"],
+                  "units-owned-new": units["owned"], "units-held": units["held"]}

@@ -14,9 +14,13 @@ coordinate form, row bounds, variable bounds, integrality and the objective.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .expr import Constraint
 
 INF = float("inf")
 
@@ -208,6 +212,13 @@ class MIP:
         )
         self.constraints[name] = block
         self._n_rows += block.size
+
+    def add(self, name: str, con: "Constraint") -> None:
+        """Add the rows of ``con`` (built with :mod:`optimizer.model.expr`) as block ``name``."""
+        rhs = con.rhs
+        if isinstance(rhs, pd.DataFrame) and set(rhs.columns) != set(con.lhs.coords) | {"rhs"}:
+            raise ValueError(f"{name}: rhs columns {list(rhs.columns)} do not match the rows {con.lhs.coords}")
+        self.add_constraints(name, con.lhs.terms, con.sense, rhs, keys=con.lhs.coords)
 
     def add_slack(
         self,

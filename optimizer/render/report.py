@@ -48,6 +48,8 @@ def plan_dict(plan: Plan) -> dict:
         "npv": _num(plan.npv),
         "currency": pr.currency,
         "bound": _num(r.bound),
+        "relaxation_bound": _num(r.relaxation_bound),
+        "root_bound": _num(r.root_bound),
         "gap": _num(r.gap),
         "solver": r.solver,
         "solve_seconds": round(r.solve_seconds, 4),
@@ -59,7 +61,9 @@ def plan_dict(plan: Plan) -> dict:
         "routing": records(plan.routing) if has else [],
         "training": records(plan.training) if has else [],
         "training_summary": records(plan.training_summary) if has else [],
+        "starts": records(plan.starts) if has else [],
         "usage": records(plan.usage) if has else [],
+        "after_horizon": plan.after_horizon() if has else None,
         "costs": {
             "by_pricing": records(plan.by_pricing()) if has else [],
             "by_workload": records(plan.by_workload()) if has else [],
@@ -67,9 +71,10 @@ def plan_dict(plan: Plan) -> dict:
         },
         "model": {k: v for k, v in plan.stats.items() if k != "blocks"},
         "overridden": pr.overridden,
-        "warnings": pr.warnings,
+        "warnings": pr.warnings + plan.warnings,
+        "excluded_offerings": records(pr.excluded),
         "audit": plan.audit,
-        "diagnosis": list(getattr(plan, "diagnosis", None) or []),
+        "diagnosis": list(plan.diagnosis or []),
     }
 
 
@@ -103,7 +108,8 @@ def to_table(plan: Plan) -> str:
             + (f", discount rate {pr.discount_rate:g}" if pr.objective == "npv" else "") + ")",
             f"total cost {_money(plan.total_cost, cur)} over {pr.horizon_hours:,.0f} h"
             f" ({pr.horizon_months:.1f} months)",
-            f"bound      {_money(r.bound, cur)}   gap {gap}",
+            f"bound      {_money(r.bound, cur)}   gap {gap}   (relaxation {_money(r.relaxation_bound, cur)}, "
+            f"root {_money(r.root_bound, cur)})",
         ]
     lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
                  f"({plan.stats.get('variables', 0)} variables, {plan.stats.get('integer_variables', 0)} integer, "
@@ -114,12 +120,12 @@ def to_table(plan: Plan) -> str:
         lines.append(f"audit      FAILED, {len(plan.audit)} violation(s): the plan disagrees with the model; "
                      "please report it")
         lines += [f"           - {v}" for v in plan.audit[:20]]
-    for w in pr.warnings:
+    for w in pr.warnings + plan.warnings:
         lines.append(f"warning    {w}")
     if pr.overridden:
         lines.append(f"overrides  {len(pr.overridden)} catalog offering(s) replaced: "
                      + ", ".join(o["id"] for o in pr.overridden[:10]))
-    diagnosis = getattr(plan, "diagnosis", None) or []
+    diagnosis = plan.diagnosis or []
     if diagnosis:
         lines += ["", "Why there is no plan (docs/diagnosis.md)"]
         lines += [f"  - {d['kind']}: {d['message']}" for d in diagnosis]
@@ -130,8 +136,12 @@ def to_table(plan: Plan) -> str:
     com = plan.commitments.copy()
     lines += ["", "Commitments (reserved and owned units)"]
     cols = ["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
-            "months_after_horizon"]
+            "months_after_horizon", "owed_after_horizon", "capex_spent", "book_value_at_end"]
     lines.append(_table(com[cols] if len(com) else com, "{:,.1f}"))
+    ah = plan.after_horizon()
+    lines.append(f"  after the horizon: {_money(ah['owed_after_horizon'], cur)} still owed on reservations; "
+                 f"{_money(ah['capex_spent'], cur)} spent on servers, {_money(ah['book_value_at_end'], cur)} "
+                 "of it not yet depreciated")
 
     lines += ["", "Inference replicas per period"]
     inf = plan.inference
@@ -151,7 +161,7 @@ def to_table(plan: Plan) -> str:
         lines.append(rt.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
 
     lines += ["", "Training schedule (cluster hours per period)"]
-    lines.append(_table(plan.training[["job", "period", "offering", "config", "gpus", "hours", "progress_hours"]]
+    lines.append(_table(plan.training[["job", "period", "offering", "mode", "config", "gpus", "hours", "progress"]]
                         if len(plan.training) else plan.training, "{:,.1f}"))
     if len(plan.training_summary):
         lines += ["", "Training jobs"]
@@ -166,7 +176,7 @@ def to_table(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-CSV_TABLES = ("commitments", "inference", "routing", "training", "training_summary", "usage", "ledger",
+CSV_TABLES = ("commitments", "inference", "routing", "training", "training_summary", "starts", "usage", "ledger",
               "by_pricing", "by_workload", "summary")
 
 
@@ -187,7 +197,8 @@ def write_csv(plan: Plan, out_dir: str | Path, force: bool = False) -> list[Path
                                                   "catalog_version")}])
     frames = {
         "commitments": plan.commitments, "inference": plan.inference, "routing": plan.routing,
-        "training": plan.training, "training_summary": plan.training_summary, "usage": plan.usage,
+        "training": plan.training, "training_summary": plan.training_summary, "starts": plan.starts,
+        "usage": plan.usage,
         "ledger": plan.ledger, "summary": summary,
         "by_pricing": plan.by_pricing() if plan.status.has_plan else pd.DataFrame(),
         "by_workload": plan.by_workload() if plan.status.has_plan else pd.DataFrame(),

@@ -50,6 +50,9 @@ class SolveResult:
         ``incumbent`` (HiGHS read it as its first incumbent),
         ``kept`` (the solver found nothing better, so the plan *is* the start),
         ``unused`` (the back end takes none), or empty.
+    relaxation_bound, root_bound
+        Where the proof comes from: the LP relaxation's optimum, and the
+        bound after the root node's cuts; ``bound`` is the final one.
     """
 
     status: Status
@@ -64,6 +67,10 @@ class SolveResult:
     log: str = field(default="", repr=False)
     start_objective: float | None = None
     start: str = ""
+    #: the LP relaxation's optimum (constant included): the weakest proven bound, set by the driver
+    relaxation_bound: float | None = None
+    #: the back end's dual bound when its root node finished (before any branching), if it reports one
+    root_bound: float | None = None
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

@@ -19,7 +19,7 @@ Back ends (docs/performance.md compares them):
     OR-Tools' CP-SAT, for pure-integer models only (no request buckets, no
     training); takes the warm start as a hint.
 
-A warm start (a feasible vector, e.g. :func:`~optimizer.solve.warmstart.greedy_start`)
+A warm start (a feasible vector, e.g. a heuristic plan)
 is handed to the back ends that take one. Whatever the back end, the plan
 returned is never worse than the start: when the solver finds nothing better
 within its limits, the start is the plan (status ``feasible``, with the
@@ -93,7 +93,7 @@ def solve(
     a = mip.arrays()
     start_obj = None
     if start is not None:
-        from ..warmstart import check_start, start_objective
+        from ..feasibility import objective as start_objective, violations as check_start
 
         start = np.asarray(start, dtype=float)
         if check_start(a, start):
@@ -109,7 +109,7 @@ def solve(
 
 def start_result(mip: MIP, start: np.ndarray, solver: str, gap: float, reason: str) -> SolveResult:
     """The result of a solve that was not run: the (checked) start as the plan, with no bound of its own."""
-    from ..warmstart import check_start, start_objective
+    from ..feasibility import objective as start_objective, violations as check_start
 
     a = mip.arrays()
     bad = check_start(a, start)

@@ -1,0 +1,42 @@
+"""Whether a vector is a feasible point of the assembled model: every row, bound and integrality."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.mip import Arrays
+
+
+def violations(a: Arrays, x: np.ndarray, tol: float = 1e-6, limit: int = 5) -> list[str]:
+    """Rows, bounds and integralities ``x`` violates (empty when it is a feasible point of ``a``).
+
+    A row's tolerance is relative to its size: ``tol`` times (1 + the sum of
+    its terms' magnitudes at ``x`` + its bounds' magnitudes). At most
+    ``limit`` rows are named.
+    """
+    bad = []
+    if x.shape != (a.n_vars,):
+        return [f"the vector has {x.shape} values for {a.n_vars} variables"]
+    out = (x < a.col_lo - tol) | (x > a.col_hi + tol)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        bad.append(f"bound of {a.var_names[i]}: {x[i]} not in [{a.col_lo[i]}, {a.col_hi[i]}]"
+                   + (f" (and {int(out.sum()) - 1} more)" if out.sum() > 1 else ""))
+    frac = a.integer & (np.abs(x - np.rint(x)) > tol)
+    if frac.any():
+        i = int(np.flatnonzero(frac)[0])
+        bad.append(f"{int(frac.sum())} integer variables are fractional, e.g. {a.var_names[i]} = {x[i]}")
+    ax = a.activity(x)
+    scale = 1.0 + np.bincount(a.rows, weights=np.abs(a.vals * x[a.cols]), minlength=a.n_rows) + np.abs(
+        np.where(np.isfinite(a.row_lo), a.row_lo, 0)) + np.abs(np.where(np.isfinite(a.row_hi), a.row_hi, 0))
+    viol = (ax < a.row_lo - tol * scale) | (ax > a.row_hi + tol * scale)
+    for r in np.flatnonzero(viol)[:limit]:
+        bad.append(f"row {a.row_names[r]}: {ax[r]:g} not in [{a.row_lo[r]:g}, {a.row_hi[r]:g}]")
+    if viol.sum() > limit:
+        bad.append(f"... {int(viol.sum()) - limit} more rows")
+    return bad
+
+
+def objective(a: Arrays, x: np.ndarray) -> float:
+    """c·x + c0 at ``x``."""
+    return float(a.c @ x + a.c0)
