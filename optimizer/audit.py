@@ -325,14 +325,25 @@ def _capacity(plan, d: _Data, held: dict) -> list[str]:
 
 
 def _stability(plan, d: _Data) -> list[str]:
-    """Configurations per service within the limit; replica starts counted from period to period."""
+    """Configurations per request class within the limit; replica starts counted from period to period.
+
+    A single-size service's replicas are its one class; a bucketed service's
+    classes are its buckets, each served by the configurations its traffic is
+    routed to.
+    """
     v = []
-    inf = plan.inference
+    inf, rt = plan.inference, plan.routing
     for s in d.pr.services:
         n, _ = d.pr.stability(s)
-        used = inf.loc[inf["service"] == s.name, "config"].nunique()
-        if used > n:
-            v.append(f"stability {s.name}: {used} configurations > max_configurations {n}")
+        mine = inf[(inf["service"] == s.name) & (inf["replicas"] > 0)]
+        if len(s.buckets) <= 1:
+            classes = {"all": set(mine["config"])}
+        else:
+            r = rt[(rt["service"] == s.name) & (rt["rps"] > 1e-9)] if len(rt) else rt
+            classes = {b: set(g["config"]) for b, g in r.groupby("bucket")} if len(r) else {}
+        for b, cfgs in classes.items():
+            if len(cfgs) > n:
+                v.append(f"stability {s.name}/{b}: {len(cfgs)} configurations > max_configurations {n}")
     starts = plan.starts.set_index(["service", "config", "offering", "period"])["started"] if len(plan.starts) else {}
     x = inf.set_index(["service", "config", "offering", "period"])["replicas"]
     periods = list(d.P.index)

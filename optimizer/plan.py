@@ -299,8 +299,9 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
 def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     """Every cost item of the plan, under both accountings.
 
-    Columns: offering, pricing, period (empty for one-off items and for
-    what is owed after the horizon), item, workload (empty for capacity
+    Columns: offering, pricing, period (the term's first period for an
+    upfront payment; empty for purchases and for what is owed after the
+    horizon), item, workload (empty for capacity
     shared by all), cost (counted as under ``objective: cost``) and pv (the
     cash flow discounted as under ``objective: npv`` at the problem's rate).
     ``finance.commitments: full`` adds the items after the horizon
@@ -371,7 +372,7 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     first = res.drop_duplicates("_c")
     first = first[on(first, "upfront") > 0]
     c = first["units"] * on(first, "upfront")
-    add(3, first, "upfront", "", c, c * (1.0 + rate) ** (-first["start_month"] / 12.0), "", c=first["_c"], phase=1)
+    add(3, first, "upfront", "", c, c * (1.0 + rate) ** (-first["start_month"] / 12.0), c=first["_c"], phase=1)
     if full:
         r = res_rows.reset_index(drop=True)
         r = r[r["months_after_horizon"] > 0]
@@ -453,13 +454,14 @@ def allocate(plan: Plan) -> pd.DataFrame:
         m = rent.drop(columns="workload").merge(s[["offering", "period", "workload", "share"]],
                                                 on=["offering", "period"], how="left")
         out.append(_split(rent, m, ["offering", "period"]))
-    fixed = shared[shared["item"] != "rental"]
+    fixed = shared[shared["item"] != "rental"].rename_axis("_row").reset_index()
     if len(fixed):
         tot = use.groupby(["offering", "workload"], as_index=False)["gpu_hours"].sum()
         capo = cap.groupby("offering")["cap_hours"].sum()
         tot["share"] = tot["gpu_hours"] / tot["offering"].map(capo)
         m = fixed.drop(columns="workload").merge(tot[["offering", "workload", "share"]], on="offering", how="left")
-        out.append(_split(fixed, m, ["offering", "period", "item"]))
+        # one ledger row can be one of several alike (two terms' upfronts): split each row by its own id
+        out.append(_split(fixed, m, ["_row"]).drop(columns="_row"))
     return pd.concat(out, ignore_index=True)
 
 

@@ -54,9 +54,11 @@ def test_reserved_versus_on_demand(solve):
     assert plan.objective == pytest.approx(26_000)
     com = plan.commitments.set_index("offering")
     assert com.loc["res", "units"] == 1
-    # the 12-month term outlasts the 200 h horizon: 12 − 200/730 months are left, at 50 $/h × 730 h/month
-    assert com.loc["res", "months_after_horizon"] == pytest.approx(12 - 200 / 730)
-    assert com.loc["res", "commitment_after_horizon"] == pytest.approx(50 * 730 * (12 - 200 / 730))
+    # the horizon is calendar months 0 and 1, so it ends at month 2; the 12-month term from month 0 runs
+    # 10 months past it, owed at 50 $/h × 730 h/month (not counted in the objective: commitments: horizon)
+    assert com.loc["res", "months_after_horizon"] == pytest.approx(10)
+    assert com.loc["res", "owed_after_horizon"] == pytest.approx(50 * 730 * 10)
+    assert plan.after_horizon()["owed_after_horizon"] == pytest.approx(365_000)
     assert plan.by_pricing().set_index("pricing")["cost"].to_dict() == pytest.approx(
         {"on_demand": 16_000, "reserved": 10_000})
 
@@ -251,11 +253,12 @@ def test_training_shares_reserved_capacity_with_inference(solve):
 
 def test_training_window_forces_on_demand(solve):
     # Deadline month 0: the job must run in p1, where the reserved unit is full of inference,
-    # so it rents 4 GPUs on demand for 150 h: 4 × 100/8 × 150 = 7,500. Total 4,000 + 7,500 = 11,500.
+    # so it rents on demand for 150 h. The cloud rents whole 8-GPU units: the 4-GPU cluster pays
+    # 1 unit × 100 $/h × 150 h = 15,000 (not 4/8 of it). Total 4,000 + 15,000 = 19,000.
     data = copy.deepcopy(SHARED)
     data["training"][0]["deadline_month"] = 0
     plan = solve(data)
-    assert plan.objective == pytest.approx(11_500)
+    assert plan.objective == pytest.approx(19_000)
     assert set(plan.training["offering"]) == {"od"}
 
 
@@ -273,9 +276,10 @@ def test_training_cluster_never_time_slices(solve):
 def test_training_one_configuration_and_period_hours(solve):
     # Two configurations: 8 GPUs for 300 h, or 16 GPUs for 160 h, on demand at 8 $/GPU-h... per 8-GPU unit 64 $/h.
     # 8 GPUs × 8 × 300 = 19,200 ; 16 GPUs × 8 × 160 = 20,480. The job needs 300 h but a period has only
-    # 200 h and the window is one period, so the 8-GPU plan is impossible: 20,480.
+    # 200 h and the window is one period, so the 8-GPU plan is impossible: 20,480. The 16-GPU cluster spans
+    # two units, so the offering states an InfiniBand fabric joining them.
     data = {"periods": [{"name": "p1", "hours": 200, "month": 0}, {"name": "p2", "hours": 200, "month": 1}],
-            "offerings": [od(price=64)],
+            "offerings": [od(price=64, fabric="infiniband", fabric_gbps_per_gpu=400, max_cluster_units=4)],
             "training": [{"name": "pt", "model": "llama-3.1-8b", "tokens": 1e10, "deadline_month": 0,
                           "profiles": [{"gpu": "H100-SXM", "gpus": 8, "hours": 300},
                                        {"gpu": "H100-SXM", "gpus": 16, "hours": 160}]}]}

@@ -286,31 +286,47 @@ def add_inference(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
 
 
 def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
-    """Stable fleets: at most N configurations per service, and a price on every replica started.
+    """Stable fleets: each request class on at most N configurations, and a price on every replica started.
 
-    ``config-used`` c_{s,k} is 1 if configuration k of service s runs in any
-    period: Σ_o x_{s,k,o,p} ≤ X̄_{s,k,p}·c_{s,k} (X̄ the most replicas it can
-    need there) and Σ_k c_{s,k} ≤ N_s. Only services with more candidate
-    configurations than N_s get these rows. ``replica-starts`` r ≥
-    x_{s,k,o,p} − x_{s,k,o,p'} (p' the period before p) for services with a
-    start cost; the cost is in :func:`add_costs`.
+    ``config-used`` c_{s,b,k} is 1 if configuration k serves bucket b of
+    service s in any period (a single-size service has the one bucket
+    ``all``). A replica of k exists only where k serves some bucket:
+    Σ_o x_{s,k,o,p} ≤ X̄_{s,k,p}·Σ_b c_{s,b,k} (X̄ the most replicas k can need
+    there); a bucket is routed only to configurations it uses:
+    Σ_o f_{s,b,k,o,p} ≤ D_{s,b,p}·c_{s,b,k}; and Σ_k c_{s,b,k} ≤ N_s. So a
+    request class never moves from one configuration to another across
+    periods (N_s = 1), while different classes may sit on different
+    hardware. Only services with a bucket that has more candidate
+    configurations than N_s get these rows. ``replica-starts``
+    r ≥ x_{s,k,o,p} − x_{s,k,o,p'} (p' the period before p) for services with
+    a start cost; the cost is in :func:`add_costs`.
     """
     x = inf["replicas"]
     st = d.stability
-    n_cfg = x.groupby("service")["config"].nunique().rename("n").reset_index().merge(st, on="service")
+    sbk = x[["service", "config"]].drop_duplicates().merge(d.rps[["service", "config", "bucket"]],
+                                                            on=["service", "config"])
+    n_cfg = sbk.groupby(["service", "bucket"])["config"].nunique().groupby("service").max()
+    n_cfg = n_cfg.rename("n").reset_index().merge(st, on="service")
     limited = n_cfg[n_cfg["n"] > n_cfg["max_configurations"]]
-    used = pd.DataFrame(columns=["service", "config", "var"])
+    used = pd.DataFrame(columns=["service", "bucket", "config", "var"])
     if len(limited):
+        sk = sbk[sbk["service"].isin(limited["service"])]
+        used = m.add_variables("config-used", sk[["service", "bucket", "config"]], upper=1.0, integer=True)
         xs = x[x["service"].isin(limited["service"])]
-        sk = xs[["service", "config"]].drop_duplicates()
-        used = m.add_variables("config-used", sk, upper=1.0, integer=True)
-        cap = replicas_needed(d).merge(sk, on=["service", "config"])
-        c = cap.merge(used, on=["service", "config"])
+        cap = replicas_needed(d).merge(used, on=["service", "config"])
         keys = ["service", "config", "period"]
-        m.add("stability-config-used", lin(xs, 1.0, keys) - lin(c, c["ub"], keys) <= 0.0)
+        m.add("stability-config-used", lin(xs, 1.0, keys) - lin(cap, cap["ub"], keys) <= 0.0)
+        f = inf["routing"]
+        f = f[f["service"].isin(limited["service"])]
+        if len(f):
+            rk = ["service", "bucket", "config", "period"]
+            dem = f[rk].drop_duplicates().merge(d.demand, on=["service", "bucket", "period"]).merge(
+                used, on=["service", "bucket", "config"])
+            m.add("stability-bucket-routed", lin(f, 1.0, rk) - lin(dem, dem["rps"], rk) <= 0.0)
+        lim = limited[["service", "max_configurations"]].rename(columns={"max_configurations": "rhs"})
         m.add("stability-configurations",
-              lin(used, 1.0, ["service"]) <= limited[["service", "max_configurations"]].rename(
-                  columns={"max_configurations": "rhs"}))
+              lin(used, 1.0, ["service", "bucket"]) <= used[["service", "bucket"]].drop_duplicates().merge(
+                  lim, on="service"))
     starts = pd.DataFrame(columns=["service", "config", "offering", "period", "var", "start_cost"])
     costly = st[st["replica_start_cost"] > 0]
     xs = x[x["service"].isin(costly["service"]) & (x["pos"] > 0)]

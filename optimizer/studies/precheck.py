@@ -304,14 +304,14 @@ def placement_reasons(problem: Problem, j, mine: pd.DataFrame) -> list[tuple[str
         host = int(o["gpus_per_unit"])
         machines = -(-n // host)
         billed = n if o["billing"] == "per_gpu" else machines
-        quota = o["max_units"] * (host if o["billing"] == "per_gpu" else 1)
+        quota = o["max_units"] * (host if o["billing"] == "per_gpu" else 1) if pd.notna(o["max_units"]) else None
         if machines > 1 and o["fabric"] == "none":
             out.append((oid, f"its smallest cluster ({n} GPUs) spans {machines} machines of {host} GPUs and the "
                              "offering has no fabric between machines (fabric: none)"))
         elif machines > 1 and pd.notna(o["max_cluster_units"]) and machines > o["max_cluster_units"]:
             out.append((oid, f"its smallest cluster spans {machines} machines; max_cluster_units is "
                              f"{int(o['max_cluster_units'])}"))
-        elif pd.notna(o["max_units"]) and billed > quota:
+        elif quota is not None and billed > quota:
             out.append((oid, f"its smallest cluster needs {billed} units; max_units is {int(o['max_units'])}"))
         else:
             out.append((oid, "spot interruptions too frequent for its checkpoints"))

@@ -1,0 +1,222 @@
+"""Plans a team can execute: cluster topology, whole-unit billing, commitments after the horizon,
+stable fleets, and buying or long terms only when the problem allows them.
+
+Each optimum is worked out by hand in the comment beside it; every plan goes
+through the audit (conftest.solve_data), which recomputes the topology,
+quota, stability and cost rules with formulas of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from conftest import write_problem
+from optimizer.load import load_problem
+from optimizer.solve.backends import Status
+
+from test_known_answers import od, svc
+
+MONTH = [{"name": "m0", "hours": 730, "month": 0}]
+QUARTER = [{"name": f"m{i}", "hours": 730, "month": i} for i in range(3)]
+
+
+def job(gpus: int, hours: float, **extra) -> dict:
+    return {"name": "ft", "model": "llama-3.1-70b", "tokens": 1e9, "deadline_month": 0,
+            "cluster_gpus": [gpus], "profiles": [{"gpu": "H100-SXM", "gpus": gpus, "hours": hours}], **extra}
+
+
+# --- cluster topology ----------------------------------------------------------------
+
+VM = od(id="vm", price=2.0, G=1)  # single-GPU VMs, no fabric stated: each VM stands alone
+MARKET = od(id="host", price=12.0, G=8, max_units=1)  # a marketplace host: one machine, no fabric
+NODE = od(id="node", price=40.0, G=8, fabric="efa", fabric_gbps_per_gpu=400, max_cluster_units=16)
+
+
+def test_a_64_gpu_job_is_never_assembled_from_unjoined_machines(solve):
+    # 64 GPUs for 100 h. Joined from 64 single-GPU VMs it would cost 64 × 2 × 100 = 12,800, from marketplace
+    # hosts 8 × 12 × 100 = 9,600 (if there were 8 of them), but neither has a fabric between machines.
+    # The only executable placement: 8 EFA-joined nodes, 8 × 40 × 100 = 32,000.
+    data = {"periods": MONTH, "offerings": [VM, {**MARKET, "max_units": None}, NODE], "training": [job(64, 100)]}
+    data["offerings"][1].pop("max_units")
+    plan = solve(data)
+    assert plan.status == Status.OPTIMAL
+    assert plan.objective == pytest.approx(32_000)
+    assert set(plan.training["offering"]) == {"node"}
+
+
+def test_a_job_that_fits_one_machine_may_use_a_machine_without_fabric(solve):
+    # 8 GPUs fit on one marketplace host: 12 × 100 = 1,200 beats the node (40 × 100 = 4,000).
+    plan = solve({"periods": MONTH, "offerings": [MARKET, NODE], "training": [job(8, 100)]})
+    assert plan.objective == pytest.approx(1_200)
+    assert set(plan.training["offering"]) == {"host"}
+
+
+def test_a_cluster_larger_than_max_cluster_units_has_no_plan_and_the_diagnosis_names_the_limit(solve):
+    # 64 GPUs span 8 nodes of 8; the fabric joins at most 4: no offering can hold the cluster.
+    node = {**NODE, "max_cluster_units": 4}
+    plan = solve({"periods": MONTH, "offerings": [VM, node], "training": [job(64, 100)]})
+    assert plan.status == Status.INFEASIBLE
+    text = " ".join(d["message"] for d in plan.diagnosis)
+    assert "max_cluster_units" in text and "node" in text
+    assert "vm" in text  # and why the VMs were ruled out too
+
+
+def test_a_cluster_spans_one_region(solve):
+    # 16 GPUs, quota 1 node in each of two regions: no one region holds 2 nodes, so no plan.
+    a = {**NODE, "id": "a", "max_units": 1}
+    b = {**NODE, "id": "b", "region": "r2", "max_units": 1}
+    plan = solve({"periods": MONTH, "offerings": [a, b], "training": [job(16, 10)]})
+    assert plan.status == Status.INFEASIBLE
+
+
+# --- whole instances ------------------------------------------------------------------
+
+def test_a_4_gpu_job_on_an_8_gpu_rented_unit_pays_the_whole_unit(solve):
+    # 4 GPUs for 100 h on an 8-GPU unit at 55.04 $/h: the cloud rents whole units, 55.04 × 100 = 5,504
+    # (not 4/8 of it, 2,752).
+    plan = solve({"periods": MONTH, "offerings": [od(price=55.04)], "training": [job(4, 100)]})
+    assert plan.objective == pytest.approx(5_504)
+    # sold by the GPU (billing: per_gpu), the same job pays for its 4 GPUs: 4 × 55.04/8 × 100 = 2,752
+    plan = solve({"periods": MONTH, "offerings": [od(price=55.04, billing="per_gpu")], "training": [job(4, 100)]})
+    assert plan.objective == pytest.approx(2_752)
+
+
+def test_the_rest_of_a_rented_unit_serves_inference(solve):
+    # One period of 100 h; an 8-GPU on-demand unit at 80 $/h. Inference: two 2-GPU replicas (4 GPUs).
+    # Training: a 4-GPU cluster for the whole 100 h. Both fit one unit: 80 × 100 = 8,000
+    # (separately: one unit for inference and one billed by the hour for the job, 16,000).
+    data = {"periods": [{"name": "p1", "hours": 100, "month": 0}], "offerings": [od()],
+            "inference": [svc(demand=2)], "training": [job(4, 100)]}
+    plan = solve(data)
+    assert plan.objective == pytest.approx(8_000)
+
+
+# --- commitments after the horizon ----------------------------------------------------------
+
+# Three months of 730 h. One 8-GPU unit serves four 2-GPU replicas every month.
+# On demand: 30 $/h × 2,190 h = 65,700.
+RESERVED_1Y = {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "reserved",
+               "price_per_hour": 20, "term_months": 12}
+SERVER = {"id": "own", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "owned",
+          "capex": 200_000, "lifetime_years": 4, "residual_fraction": 0.1, "power_kw": 0.0,
+          "electricity_per_kwh": 0.0, "fixed_per_month": 0.0}
+
+
+def quarter(offering: dict, commitments: str) -> dict:
+    return {"periods": QUARTER, "offerings": [od(price=30), offering], "inference": [svc(demand=4)],
+            "finance": {"commitments": commitments}}
+
+
+def test_a_one_year_reservation_over_a_quarter(solve):
+    # horizon: the quarter's hours, 20 × 2,190 = 43,800 < 65,700: reserve. The horizon ends at month 3,
+    # so 9 of the 12 months are left: 20 $/h × 730 h × 9 = 131,400 still owed, reported and warned about.
+    plan = solve(quarter(RESERVED_1Y, "horizon"))
+    assert plan.objective == pytest.approx(43_800)
+    c = plan.commitments.set_index("offering")
+    assert c.loc["res", "months_after_horizon"] == pytest.approx(9)
+    assert c.loc["res", "owed_after_horizon"] == pytest.approx(131_400)
+    assert plan.after_horizon()["owed_after_horizon"] == pytest.approx(131_400)
+    assert any("131,400" in w and "res" in w for w in plan.warnings)
+    # full: the whole term, 43,800 + 131,400 = 175,200 > 65,700: rent on demand and commit nothing
+    plan = solve(quarter(RESERVED_1Y, "full"))
+    assert plan.objective == pytest.approx(65_700)
+    assert plan.commitments.empty and plan.after_horizon()["owed_after_horizon"] == 0
+
+
+def test_one_purchased_server_over_a_quarter(solve):
+    # horizon: depreciation of the quarter's share, 200,000 × 0.9 × 2,190 / 35,040 = 11,250 < 65,700: buy.
+    # Cash spent 200,000; book value at the end 200,000 × (1 − 0.9 × 2,190/35,040) = 188,750.
+    plan = solve(quarter(SERVER, "horizon"))
+    assert plan.objective == pytest.approx(11_250)
+    after = plan.after_horizon()
+    assert after["capex_spent"] == pytest.approx(200_000)
+    assert after["book_value_at_end"] == pytest.approx(188_750)
+    assert any("own" in w and "188,750" in w for w in plan.warnings)
+    # full: the purchase less its resale at the end of its life, 200,000 × (1 − 0.1) = 180,000 > 65,700: rent
+    plan = solve(quarter(SERVER, "full"))
+    assert plan.objective == pytest.approx(65_700)
+    # with a dearer rental (100 $/h: 219,000) buying pays even for the whole purchase: 180,000
+    data = quarter(SERVER, "full")
+    data["offerings"][0]["price_per_hour"] = 100
+    plan = solve(data)
+    assert plan.objective == pytest.approx(180_000)
+    items = plan.ledger.groupby("item")["cost"].sum()
+    assert items[items != 0].to_dict() == pytest.approx(
+        {"depreciation": 11_250, "depreciation-after-horizon": 168_750})
+
+
+# --- stable fleets ------------------------------------------------------------------------------
+
+# Two periods of 100 h. Configuration A: one L4 at 1 $/h serves 1 rps; configuration B: 8 H100 at 6 $/h
+# for the unit serve 10 rps. Demand 1 rps in p1 and 10 rps in p2.
+# Free to switch: p1 A (100), p2 B (600) = 700. One configuration: A in both, 100 + 10 × 100 = 1,100;
+# B in both, 600 + 600 = 1,200. So 1,100, and the price of stability is 400.
+FLIP = {"periods": [{"name": "p1", "hours": 100, "month": 0}, {"name": "p2", "hours": 100, "month": 1}],
+        "offerings": [od(id="l4", gpu="L4", G=1, price=1.0), od(id="h100", price=6.0)],
+        "inference": [{"name": "chat", "model": "llama-3.1-8b", "prompt_tokens": 500, "output_tokens": 100,
+                       "demand_rps": {"p1": 1, "p2": 10},
+                       "profiles": [{"gpu": "L4", "gpus": 1, "rps": 1.0},
+                                    {"gpu": "H100-SXM", "gpus": 8, "rps": 10.0}]}]}
+
+
+def test_a_service_stays_on_one_configuration_by_default(solve):
+    plan = solve(copy.deepcopy(FLIP))
+    assert plan.objective == pytest.approx(1_100)
+    assert plan.inference["gpu"].unique().tolist() == ["L4"]
+    free = copy.deepcopy(FLIP)
+    free["stability"] = {"max_configurations": 2}
+    plan = solve(free)
+    assert plan.objective == pytest.approx(700)  # 1,100 − 700 = 400, the price of stability
+
+
+def test_a_replica_start_cost_prices_the_change(solve):
+    # Two configurations allowed; a replica started costs S (starts are counted from one period to the
+    # next, so p1's fleet is free). The options: A in both, 1,100 + 9 starts × S; B in both, 1,200 and no
+    # start; A then B, 700 + 1 start × S.
+    # S = 150: A then B, 850 (against 2,450 and 1,200).  S = 600: B in both, 1,200 (A then B 1,300; A 6,500).
+    data = copy.deepcopy(FLIP)
+    data["stability"] = {"max_configurations": 2, "replica_start_cost": 150}
+    assert solve(data).objective == pytest.approx(850)
+    data["stability"]["replica_start_cost"] = 600
+    plan = solve(data)
+    assert plan.objective == pytest.approx(1_200)
+    assert plan.inference["gpu"].unique().tolist() == ["H100-SXM"]
+
+
+# --- buying and long terms are the user's choice ----------------------------------------------
+
+def test_catalog_purchases_and_long_terms_need_allow(tmp_path):
+    base = {"catalog": ["default"], "periods": MONTH,
+            "inference": [svc(demand=1)]}
+    pr = load_problem(write_problem(tmp_path, base))
+    O, X = pr.offerings, pr.excluded
+    catalog_owned = O.index[(O["pricing"] == "owned") & O["from_catalog"]]
+    assert len(catalog_owned) == 0
+    assert X["reason"].str.contains("allow.buy").any()
+    allowed = {**base, "allow": {"buy": True, "reserved_terms_months": [12]}}
+    pr = load_problem(write_problem(tmp_path, allowed, "allowed.yaml"))
+    O = pr.offerings
+    assert ((O["pricing"] == "owned") & O["from_catalog"]).any()
+    long_terms = O[(O["pricing"] == "reserved") & O["from_catalog"]]["term_months"]
+    assert len(long_terms) and set(long_terms) <= {12} | {t for t in long_terms if t <= 1}
+
+
+def test_an_unknown_provider_is_an_input_error_with_a_suggestion(tmp_path):
+    from optimizer.errors import InputError
+
+    data = {"catalog": ["default"], "periods": MONTH, "inference": [svc(demand=1)],
+            "providers": {"include": ["lambd"]}}
+    with pytest.raises(InputError) as e:
+        load_problem(write_problem(tmp_path, data))
+    assert "lambda" in str(e.value)
+
+
+def test_a_deadline_after_the_horizon_is_an_input_error(tmp_path):
+    from optimizer.errors import InputError
+
+    data = {"periods": MONTH, "offerings": [NODE], "training": [job(8, 10, deadline_month=5)]}
+    with pytest.raises(InputError) as e:
+        load_problem(write_problem(tmp_path, data))
+    assert "deadline_month" in str(e.value) and "0" in str(e.value)
