@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -94,7 +95,9 @@ class Problem:
 
     @property
     def last_month(self) -> int:
-        return int(self.periods["month"].max())
+        """The horizon's last calendar month (its last period may span several)."""
+        P = self.periods
+        return int(max(P["month"].max(), np.ceil(P["month"] + P["hours"] / HOURS_PER_MONTH - 1e-9).max() - 1))
 
     def stability(self, service: InferenceService) -> tuple[int, float]:
         """``(max_configurations, replica_start_cost)`` of a service: its own keys over the problem's.
@@ -452,7 +455,9 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
         services.append(s.model_copy(update=updates))
 
     jobs = []
-    last_month = max(p.month for p in spec.periods)
+    # the horizon ends where its last period does: a period of 8760 h at month 24 covers months 24..35
+    last_month = max(math.ceil(p.month + p.hours / HOURS_PER_MONTH - 1e-9) - 1 for p in spec.periods)
+    last_month = max(last_month, max(p.month for p in spec.periods))
     for j in spec.training:
         updates = {}
         try:
@@ -466,7 +471,7 @@ def build_problem(spec: ProblemFile, file: str, base: Path) -> Problem:
         for key in ("start_month", "deadline_month"):
             if getattr(j, key) > last_month:
                 err(InputError(
-                    f"month {getattr(j, key)} lies after the horizon, whose last period is in month {last_month}",
+                    f"month {getattr(j, key)} lies after the horizon, which ends with month {last_month}",
                     field=f"training[{j.name}].{key}", value=getattr(j, key),
                     allowed=f"a month of the horizon, 0..{last_month}"))
         if j.deadline_month <= last_month and not any(j.start_month <= m <= j.deadline_month for m in months):

@@ -246,8 +246,22 @@ def _warnings(problem, cands, report: Validation) -> None:
     from .model.formulation import prepare
 
     for w in problem.warnings:
-        kind = "term" if "reserved term" in w else "load"
-        report.warn(kind, w, field=w.split(":", 1)[0] if w.startswith("offerings[") else None)
+        report.warn("load", w, field=w.split(":", 1)[0] if w.startswith("offerings[") else None)
+    # reserved terms that outlast the horizon: the plan will report what they still owe after it, and
+    # finance.commitments says whether the objective counts it
+    end = problem.last_month + 1
+    O = problem.offerings
+    long = O[(O["pricing"] == "reserved") & (O["term_months"] > end + 1e-9)]
+    mode = problem.spec.finance.commitments
+    counted = "counts the whole term" if mode == "full" else "counts only the horizon's months"
+    for oid, row in long[~long["from_catalog"]].iterrows():
+        report.warn("term", f"offerings[{oid}]: a reserved term of {int(row['term_months'])} months outlasts the "
+                    f"{end}-month horizon; the objective {counted} (finance.commitments: {mode}) and the plan "
+                    "reports what is owed after it", field=f"offerings[{oid}]")
+    cat = long[long["from_catalog"]]
+    if len(cat):
+        report.warn("term", f"{len(cat)} catalog reservations enabled by allow.reserved_terms_months outlast the "
+                    f"{end}-month horizon; the objective {counted} (finance.commitments: {mode})")
     T = prepare(problem, cands)
     periods = list(problem.periods.index)
 

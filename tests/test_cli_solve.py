@@ -71,9 +71,9 @@ def test_a_failed_audit_is_reported_not_hidden(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "audit", lambda plan: ["capacity od/p1: 9 inference GPUs > 1 units × 8"])
     path = str(write(tmp_path, BASE))
     table = CliRunner().invoke(main, ["solve", path])
-    assert table.exit_code == 0
+    assert table.exit_code == 4  # a plan that fails its audit is a bug in gpuopt
     assert "audit      FAILED, 1 violation(s)" in table.output and "capacity od/p1: 9 inference GPUs" in table.output
-    js = CliRunner().invoke(main, ["solve", path, "--format", "json"])
+    js = CliRunner().invoke(main, ["solve", path, "--format", "json", "--allow-audit-failure"])
     assert js.exit_code == 0
     assert json.loads(js.stdout)["audit"] == ["capacity od/p1: 9 inference GPUs > 1 units × 8"]
     assert "warning: the plan failed its audit (1 violations)" in js.stderr
@@ -83,7 +83,13 @@ def test_a_failed_audit_is_reported_not_hidden(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "audit", crash)
     table = CliRunner().invoke(main, ["solve", path])
-    assert table.exit_code == 0 and "the audit itself failed: KeyError: 'h100'" in table.output
+    # our own bug: exit 4, named as one, the traceback in a file and not on the terminal
+    assert table.exit_code == 4
+    assert "internal error, please report: KeyError: 'h100'" in table.stderr
+    assert "Traceback" not in table.output
+    trace = Path(table.stderr.split("the traceback is in ")[1].strip())
+    assert "raise KeyError" in trace.read_text()
+    trace.unlink()
 
 
 def test_csv_writes_tables_and_never_overwrites(tmp_path):

@@ -81,7 +81,8 @@ def test_training_hours_missing_when_inference_holds_the_capacity(tmp_path):
     diag = diagnosis_of(tmp_path, {"periods": P2, "offerings": [od(max_units=1)],
                                    "inference": [svc(demand={"p1": 4, "p2": 0})], "training": [job()]})
     d = only(diag, "training")
-    assert d["workload"] == "ft" and d["unit"] == "hours" and d["amount"] == pytest.approx(50.0)
+    # 50 of the job's 150 h: a third of the job
+    assert d["workload"] == "ft" and d["unit"] == "share of the job" and d["amount"] == pytest.approx(50 / 150)
     assert not [x for x in diag if x["kind"] == "demand"]
     assert only(diag, "capacity")["amount"] == 1
 
@@ -92,9 +93,10 @@ def test_training_window_too_short_is_a_precheck(tmp_path):
     pr = load_problem(write_problem(tmp_path, data))
     pre = precheck(pr, build_candidates(pr))
     d = only(pre, "training")
-    assert d["workload"] == "ft" and d["amount"] == pytest.approx(200.0)
-    assert "deadline_month" in d["message"]
-    assert only(diagnosis_of(tmp_path, data), "training")["amount"] == pytest.approx(200.0)
+    # 200 of its 300 h cannot run: two thirds of the job
+    assert d["workload"] == "ft" and d["amount"] == pytest.approx(200 / 300)
+    assert "deadline_month" in d["message"] and "33.3 %" in d["message"]
+    assert only(diagnosis_of(tmp_path, data), "training")["amount"] == pytest.approx(200 / 300)
 
 
 def test_budget_names_the_least_cost(tmp_path):
@@ -135,8 +137,10 @@ def test_region_with_only_spot(tmp_path):
 def test_training_region_with_no_usable_offering(tmp_path):
     diag = diagnosis_of(tmp_path, {"periods": P1, "offerings": [od(), od(id="t4", gpu="T4", G=4, region="r2")],
                                    "training": [job(regions=["r2"])]})
+    # r2 has only T4s; the H100 offering that could hold the cluster is in r1
     d = only(diag, "region")
-    assert d["workload"] == "ft" and d["amount"] == pytest.approx(150.0)
+    assert d["workload"] == "ft" and d["offerings_ruled_out"] == [{"offering": "od",
+                                                                   "reason": "region r1 is not in its regions"}]
     assert not [x for x in diag if x["kind"] == "training"]  # the root cause is enough
 
 

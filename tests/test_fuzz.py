@@ -189,29 +189,42 @@ def test_exit_codes(status, code):
 
 
 def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
-    from optimizer.model import presolve
-    from optimizer.solve import backends
+    from optimizer.solve import driver
     from optimizer.solve.backends import SolveResult
 
-    monkeypatch.setattr(presolve.Model, "start", lambda self, time_limit=None, threads=None: None)  # no start either
-    monkeypatch.setattr(backends, "solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
-                                                                       message="no plan within the limit"))
+    monkeypatch.setattr(driver, "backend_solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
+                                                                            message="no plan within the limit"))
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
-    r = CliRunner().invoke(main, ["solve", str(p), "--time-limit", "0.01"])
+    r = CliRunner().invoke(main, ["solve", str(p), "--time-limit", "1"])
     assert r.exit_code == 3 and "no plan within the limit" in r.stderr
 
 
-def test_a_crashing_solver_exits_3(tmp_path, monkeypatch):
-    from optimizer.solve import backends
+def test_a_solver_that_cannot_start_exits_3(tmp_path, monkeypatch):
+    from optimizer.solve.backends import pulp_backend
 
-    def crash(*a, **k):
-        raise OSError("cbc binary vanished")
+    def vanished(*a, **k):
+        raise FileNotFoundError("cbc binary vanished")
 
-    monkeypatch.setattr(backends, "solve", crash)
+    monkeypatch.setattr(pulp_backend.subprocess, "run", vanished)
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
-    r = CliRunner().invoke(main, ["solve", str(p), "--format", "json"])
+    r = CliRunner().invoke(main, ["solve", str(p), "--format", "json", "--solver", "cbc"])
     assert not (r.exception and not isinstance(r.exception, SystemExit)), r.exception
     assert r.exit_code == 3 and "cbc binary vanished" in r.stderr
     assert json.loads(r.stdout)["status"] == "error"
+
+
+def test_a_bug_in_gpuopt_is_never_called_a_solver_failure(tmp_path, monkeypatch):
+    from optimizer.solve import driver
+
+    def bug(*a, **k):
+        raise KeyError("offering")
+
+    monkeypatch.setattr(driver, "backend_solve", bug)
+    p = tmp_path / "p.yaml"
+    p.write_text(dump(VALID))
+    r = CliRunner().invoke(main, ["solve", str(p)])
+    assert r.exit_code == 4 and "internal error, please report: KeyError" in r.stderr
+    assert "solver" not in r.stderr.split("traceback")[0].lower()
+    Path(r.stderr.split("the traceback is in ")[1].strip()).unlink()

@@ -11,7 +11,7 @@ from ..load import load_problem
 from ..pipeline import run
 from ..render.report import to_json, to_table, write_csv
 from .overlay_options import overlay_options
-from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
+from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 
 
 def exit_code(status: Status) -> int:
@@ -24,8 +24,7 @@ def exit_code(status: Status) -> int:
 def solver_options(f):
     """--solver, --time-limit, --gap, --threads (shared by every command that solves)."""
     f = click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="Solver threads; also how many periods the warm start's polish solves at once "
-                     "(default: the solver's own default, and one period per CPU).")(f)
+                     help="Solver threads (default: the solver's own default).")(f)
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -43,8 +42,10 @@ def solver_options(f):
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for --format csv (one CSV per table).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--allow-audit-failure", is_flag=True,
+              help="Exit 0 even when the plan fails its audit (for debugging gpuopt itself; such a plan is a bug).")
 @overlay_options
-def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets, scales) -> None:
+def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, allow_audit_failure, sets, scales) -> None:
     """Solve PROBLEM and print the cheapest plan."""
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
@@ -65,4 +66,8 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, sets, 
         if fmt != "table":  # the table already shows the diagnosis on stdout
             for d in getattr(plan, "diagnosis", None) or []:
                 click.echo(f"  - {d['kind']}: {d['message']}", err=True)
+    if plan.audit and not allow_audit_failure:
+        click.echo("internal error, please report: the plan failed its audit (exit 4; "
+                   "--allow-audit-failure to exit 0)", err=True)
+        sys.exit(EXIT_INTERNAL)
     sys.exit(exit_code(plan.status))

@@ -329,7 +329,9 @@ def _placement_job(problem: Problem, j, mine: pd.DataFrame) -> dict:
                                     f"({', '.join(sorted(set(mine['gpu'])))})", **base)
     reasons = placement_reasons(problem, j, mine)
     topo = [r for r in reasons if "machines" in r[1] or "max_units" in r[1]]
-    kind = "topology" if topo and len(topo) == len(reasons) else "placement"
+    region = [r for r in reasons if r[1].startswith("region ")]
+    kind = ("topology" if topo and len(topo) == len(reasons)
+            else "region" if region and len(region) == len(reasons) else "placement")
     shown = "; ".join(f"{o}: {r}" for o, r in reasons[:6]) + (f"; and {len(reasons) - 6} more" if len(reasons) > 6
                                                               else "")
     hint = (" Allow smaller cluster_gpus, or use an offering whose machines share a fabric (fabric, "

@@ -223,6 +223,9 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout or ""
             log, killed = (out.decode(errors="replace") if isinstance(out, bytes) else out), True
+        except OSError as exc:  # the CBC binary could not be started: the solver failed, not gpuopt
+            return SolveResult(Status.ERROR, "cbc", message=f"could not run CBC ({cmd[0]}): {exc}",
+                               build_seconds=build)
         elapsed = time.perf_counter() - t1
         head, x = read_solution(sol, a.n_vars) if not killed else ("", None)
     finally:
