@@ -12,10 +12,17 @@ centre (``dc1``, with existing servers, so the objective has a constant),
 services and jobs and the cloud quotas; the offering catalogue keeps its
 shape. Every workload has measured ``profiles``, so no sizing runs.
 
+Topology: the training GPU types' cloud nodes are joined by a fabric
+(AWS: EFA, 400 Gb/s per GPU, as on p4d/p5; GCP: RoCE at 200 Gb/s per GPU)
+over at most 16 nodes; the owned servers share an InfiniBand fabric
+(400 Gb/s per GPU) across the hall; the inference-only types stand alone
+(``fabric: none``). The figures are representative, not a price list.
+
 The catalogue holds a few *identical* offerings on purpose (a second
-instance family at the same price and quota for the inference-only GPU
-types), and every service has fp8/bf16 variants of some configurations,
-some of them dominated, so the presolve reductions have work to do.
+instance family at the same price, without its own quota, for the
+inference-only GPU types: it absorbs its capped twin), and every service
+has fp8/bf16 variants of some configurations, some of them dominated, so
+the presolve reductions have work to do.
 
 Python use::
 
@@ -54,6 +61,8 @@ MODELS = [
     ("mixtral-8x7b", 47), ("llama-3.1-70b", 70), ("qwen2.5-72b", 72), ("mixtral-8x22b", 141),
 ]
 PROVIDERS = {"aws": (["aws-east", "aws-west", "aws-eu"], 1.0), "gcp": (["gcp-east", "gcp-west", "gcp-eu"], 1.08)}
+#: fabric between a provider's nodes of a training GPU type: kind, Gb/s per GPU, most nodes per cluster
+FABRIC = {"aws": ("efa", 400, 16), "gcp": ("roce", 200, 16)}
 REGION_FACTOR = [1.0, 1.04, 1.12]
 WEEKS = 26
 #: owned servers in dc1: gpu, existing units, max units, capex per 8-GPU-ish unit
@@ -81,26 +90,32 @@ def offerings(scale: float, rng: np.random.Generator, n_regions: int = 3) -> lis
                 big = gpu in ("H100-SXM", "H200", "MI300X", "A100-80GB")
                 cap = int(math.ceil((rng.integers(8, 24) if big else rng.integers(16, 64)) * q))
                 base = f"{prov}-{region.split('-')[1]}-{gpu.lower()}"
+                fabric, gbps, most = FABRIC[prov]
+                topo = ({"fabric": fabric, "fabric_gbps_per_gpu": gbps, "max_cluster_units": most}
+                        if gpu in TRAIN_GPUS else {"fabric": "none"})
                 out.append({"id": f"{base}-od", "gpu": gpu, "gpus_per_unit": G, "region": region,
                             "pricing": "on_demand", "price_per_hour": _r(od), "max_units": cap,
-                            "provider": prov})
+                            "provider": prov, **topo})
                 out.append({"id": f"{base}-spot", "gpu": gpu, "gpus_per_unit": G, "region": region,
                             "pricing": "spot", "price_per_hour": _r(od * float(rng.uniform(0.35, 0.5))),
                             "interruptions_per_hour": _r(float(rng.uniform(0.005, 0.05)), 5),
-                            "max_units": max(1, cap // 2), "provider": prov})
+                            "max_units": max(1, cap // 2), "provider": prov, **topo})
                 out.append({"id": f"{base}-1y", "gpu": gpu, "gpus_per_unit": G, "region": region,
                             "pricing": "reserved", "price_per_hour": _r(od * float(rng.uniform(0.55, 0.65))),
-                            "term_months": 12, "max_units": cap, "provider": prov})
+                            "term_months": 12, "max_units": cap, "provider": prov, **topo})
                 if gpu in ("T4", "L4", "A10G") and ri == 0:
-                    # a second instance family at the same price and quota (merged by presolve)
-                    out.append({**out[-3], "id": f"{base}-od-b"})
+                    # a second instance family at the same price, without a quota of its own (absorbs the first)
+                    twin = {**out[-3], "id": f"{base}-od-b"}
+                    twin.pop("max_units")
+                    out.append(twin)
     for gpu, existing, cap, capex in OWNED:
         G = dict((g[0], g[3]) for g in GPUS)[gpu]
         out.append({"id": f"dc1-{gpu.lower()}-owned", "gpu": gpu, "gpus_per_unit": G, "region": "dc1",
                     "pricing": "owned", "capex": capex, "lifetime_years": 4, "residual_fraction": 0.15,
                     "power_kw": _r(0.7 * G + 1.5), "idle_power_fraction": 0.3, "pue": 1.3,
                     "electricity_per_kwh": 0.09, "fixed_per_month": 150 * G, "existing_units": existing,
-                    "max_units": int(math.ceil(cap * q))})
+                    "max_units": int(math.ceil(cap * q)), "fabric": "infiniband", "fabric_gbps_per_gpu": 400,
+                    "max_cluster_units": int(math.ceil(cap * q))})
     return out
 
 

@@ -3,7 +3,7 @@
 Usage::
 
     python bench/run.py --scales 0.25,0.5,1,2,4 --solvers highs,scip,cbc,cp-sat \\
-        --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--no-start] [--json FILE] \\
+        --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--json FILE] \\
         [--weeks 26]
     python bench/run.py --handover --scales 1      # model hand-over only: PuLP objects vs MPS vs model_builder
 
@@ -12,13 +12,15 @@ entry point), so peak memory (``ru_maxrss`` of the process and of the CBC
 process it starts) belongs to that run alone, and a solver crash cannot take
 the table down. The problem comes from :mod:`bench.generate` (in memory, no
 YAML), then runs the same path as ``gpuopt solve``: candidates, presolve,
-``build_model``, bounds, greedy start, solve, plan, audit.
+``build_model``, bounds, LP relaxation, solve, plan, audit.
 
 Columns: ``vars``/``int``/``rows``/``nnz`` of the model handed to the solver
 (after presolve), ``build`` = candidates + presolve + ``build_model`` +
-bounds + greedy start (seconds), ``handover`` = arrays to the back end's model
+bounds (seconds), ``handover`` = arrays to the back end's model
 or MPS file, ``solve`` = the solver's wall clock, ``total`` = the whole run,
-``gap`` = (objective − bound) ÷ objective, ``mem`` = peak resident MB,
+``gap`` = (objective − bound) ÷ objective, ``LP bound`` = the LP
+relaxation's optimum (how tight the formulation is: its ratio to the
+objective), ``mem`` = peak resident MB,
 ``audit`` = violations :func:`optimizer.audit.audit` finds in the plan.
 """
 
@@ -40,13 +42,13 @@ from bench.generate import WEEKS, problem  # noqa: E402  (after the path is set)
 
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
-        presolve_on: bool, start_on: bool, weeks: int = WEEKS) -> dict:
-    """One benchmark run in this process; returns its row."""
-    from optimizer.model import presolve
+        presolve_on: bool, weeks: int = WEEKS) -> dict:
+    """One benchmark run in this process (the path of ``gpuopt solve``); returns its row."""
     from optimizer.audit import audit
-    from optimizer.solve.backends import solve
     from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
     from optimizer.plan import extract
+    from optimizer.solve import driver
 
     t0 = time.perf_counter()
     pr = problem(scale, seed, weeks=weeks)
@@ -54,29 +56,23 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
     t2 = time.perf_counter()
-    budget = presolve.solve_budget(time_limit, t2 - t0)  # as the pipeline does: the limit is the run's wall
-    start = model.start(budget, threads) if start_on else None
-    t3 = time.perf_counter()
+    budget = driver.solve_budget(time_limit, t2 - t0)  # as the pipeline does: the limit is the run's wall
     st = model.mip.stats()
     row = {"scale": scale, "solver": solver, "seed": seed, "weeks": weeks, "time_limit": time_limit,
            "gap_target": gap,
            "vars": st["variables"], "int": st["integer_variables"], "rows": st["constraints"],
            "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
            "offerings": len(pr.offerings), "periods": len(pr.periods),
-           "candidates_s": t1 - t0, "model_s": t2 - t1, "start_s": t3 - t2, "build_s": t3 - t0}
-    if model.pre is not None:
-        row["presolve"] = model.pre.summary()
-        row["presolve"].pop("merge_groups", None)
-    res = (model.solve_from(start, solver, budget, gap, threads) if start_on else
-           solve(model.mip, solver=solver, time_limit=budget, gap=gap, threads=threads))
+           "candidates_s": t1 - t0, "model_s": t2 - t1, "build_s": t2 - t0, "presolve": model.summary()}
+    res = driver.solve(model, solver, budget, gap, threads)
     t4 = time.perf_counter()
-    handover_s = res.build_seconds  # before restore() adds the start's seconds
-    plan = extract(*model.restore(res), res)
+    plan = extract(model, res)
     t_audit = time.perf_counter()
     violations = audit(plan) if res.status.has_plan else []
     t5 = time.perf_counter()
     row.update({"status": res.status.value, "objective": res.objective, "bound": res.bound, "gap": res.gap,
-                "start_objective": res.start_objective, "start": res.start, "handover_s": handover_s,
+                "relaxation_bound": res.relaxation_bound, "root_bound": res.root_bound,
+                "handover_s": res.build_seconds,
                 "solve_s": res.solve_seconds, "extract_audit_s": t5 - t4, "audit_s": t5 - t_audit, "total_s": t5 - t0,
                 "audit_violations": len(violations), "audit_first": violations[:3],
                 "message": res.message[:200]})
@@ -155,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gap", type=float, default=0.01)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-presolve", action="store_true")
-    ap.add_argument("--no-start", action="store_true")
     ap.add_argument("--weeks", type=int, default=WEEKS, help=f"weekly periods (the reference size has {WEEKS})")
     ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
     ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
@@ -166,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:
         row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
-                  not args.no_presolve, not args.no_start, args.weeks)
+                  not args.no_presolve, args.weeks)
         print("ROW " + json.dumps(row, default=float))
         return 0
     if args.handover:
@@ -178,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     head = ["scale", "solver", "vars", "int", "rows", "nnz", "build", "handover", "solve", "total", "status",
-            "objective", "bound", "gap%", "start obj", "mem MB", "audit"]
+            "objective", "bound", "gap%", "LP bound", "mem MB", "audit"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     out = open(args.json, "a") if args.json else None
@@ -191,8 +186,6 @@ def main(argv: list[str] | None = None) -> int:
                 cmd += ["--threads", str(args.threads)]
             if args.no_presolve:
                 cmd.append("--no-presolve")
-            if args.no_start:
-                cmd.append("--no-start")
             t = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             rows = [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("ROW ")]
@@ -208,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             print("| " + " | ".join([
                 f"{s:g}", solver, str(r["vars"]), str(r["int"]), str(r["rows"]), str(r["nnz"]),
                 _fmt(r["build_s"]), _fmt(r["handover_s"]), _fmt(r["solve_s"]), _fmt(r["total_s"]), r["status"],
-                _fmt(r["objective"], 0), _fmt(r["bound"], 0), gap, _fmt(r["start_objective"], 0),
+                _fmt(r["objective"], 0), _fmt(r["bound"], 0), gap, _fmt(r["relaxation_bound"], 0),
                 f"{r['mem_mb']:.0f}", str(r["audit_violations"])]) + " |", flush=True)
             if r["status"] in ("error", "infeasible"):
                 print(f"|   | {solver}: {r['message'][:150]} |")

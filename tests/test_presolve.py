@@ -14,6 +14,7 @@ from optimizer.audit import audit
 from optimizer.solve.backends import Status
 from optimizer.candidates import build_candidates
 from optimizer.plan import extract
+from optimizer.solve import driver
 
 from test_known_answers import ONE_PERIOD, od, svc
 
@@ -24,8 +25,8 @@ from bench.generate import problem  # noqa: E402
 def _solve(pr, enabled: bool, solver: str = "highs"):
     cands = build_candidates(pr)
     model = presolve.build(pr, cands, enabled=enabled)
-    res = model.solve(solver=solver, gap=1e-9)
-    plan = extract(*model.restore(res), res)
+    res = driver.solve(model, solver=solver, gap=1e-9)
+    plan = extract(model, res)
     return model, plan
 
 
@@ -37,11 +38,8 @@ def test_generated_objective_same_with_and_without_presolve(seed):
     assert with_pre.status == without.status == Status.OPTIMAL
     assert with_pre.objective == pytest.approx(without.objective, rel=1e-7)
     assert audit(with_pre) == []
-    # the generator plants duplicates and dominated precisions: presolve has work to do
-    s = model.pre.summary()
-    assert s["offerings_merged"] > 0 and s["configs_dropped"] > 0
-    # the plan speaks of real offerings only, never of a merged pool
-    assert set(with_pre.inference["offering"]) <= set(pr.offerings.index)
+    # the generator plants dominated precisions and twin offerings: the reductions have work to do
+    assert model.summary()["configs_dropped"] > 0 and model.summary()["offerings_dropped"] > 0
     assert with_pre.problem is pr
 
 
@@ -76,31 +74,31 @@ QUOTA = {"periods": ONE_PERIOD,
          "inference": [svc(demand=3.0, gpu="L4", gpus=1, rps=1.0)]}
 
 
-def test_merged_quota_offerings_map_back_to_real_ids(solve):
+def test_capped_twins_each_keep_their_quota(solve):
     # 3 replicas: 1 on l4-a, 1 on l4-b (quota 1 each), 1 on l4-dear: 100 + 100 + 300
     plan = solve(copy.deepcopy(QUOTA))
     assert plan.objective == pytest.approx(500)
     got = plan.inference.groupby("offering")["replicas"].sum().to_dict()
     assert got == {"l4-a": 1, "l4-b": 1, "l4-dear": 1}
-    assert set(plan.usage["offering"]) == {"l4-a", "l4-b", "l4-dear"}
 
 
-def test_merge_rules(tmp_path):
+def test_an_uncapped_twin_absorbs_the_capped_ones(tmp_path, solve):
     from conftest import write_problem
     from optimizer.load import load_problem
 
     data = copy.deepcopy(QUOTA)
-    data["offerings"].append(od(id="l4-c", gpu="L4", G=1, price=1.0))  # uncapped twin: absorbs the group
+    data["offerings"].append(od(id="l4-c", gpu="L4", G=1, price=1.0))  # uncapped, identical otherwise
     pr = load_problem(write_problem(tmp_path, data))
-    pre = presolve.presolve(pr, build_candidates(pr))
-    assert pre.merged == {"l4-c": ["l4-c", "l4-a", "l4-b"]} and pre.merge_kind == {"l4-c": "absorb"}
-
-    # capped twins on a GPU type some training job may use: left alone (a cluster never spans offerings)
-    data = copy.deepcopy(QUOTA)
-    data["training"] = [{"name": "ft", "model": "llama-3.1-8b", "tokens": 1e9, "deadline_month": 0,
-                         "profiles": [{"gpu": "L4", "gpus": 1, "hours": 10}]}]
+    model = presolve.build(pr, build_candidates(pr))
+    assert dict(zip(model.dropped_offerings["id"], model.dropped_offerings["kept"])) == {"l4-a": "l4-c",
+                                                                                        "l4-b": "l4-c"}
+    # 3 replicas at 1 $/h for 100 h on l4-c: the same optimum as with the twins, 300
+    assert solve(data).objective == pytest.approx(300)
+    # a twin with another topology is not a twin
+    data["offerings"][-1]["fabric"] = "infiniband"
+    data["offerings"][-1]["fabric_gbps_per_gpu"] = 100
     pr = load_problem(write_problem(tmp_path, data, "t.yaml"))
-    assert presolve.presolve(pr, build_candidates(pr)).merged == {}
+    assert presolve.build(pr, build_candidates(pr)).dropped_offerings.empty
 
 
 def test_bounds_are_finite_and_respect_demand():

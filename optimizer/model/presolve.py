@@ -180,11 +180,13 @@ def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:
     """The reductions (unless ``enabled`` is false), ``build_model``, then tightened bounds."""
     dropped_c = pd.DataFrame(columns=["service", "config", "dominated_by"])
     dropped_o = pd.DataFrame(columns=["id", "kept"])
+    reduced = problem
     if enabled:
         inference, dropped_c = drop_dominated(cands.inference)
         cands = dataclasses.replace(cands, inference=inference)
-        problem, dropped_o = drop_duplicate_offerings(problem)
-    mip, data, vt = build_model(problem, cands)
+        reduced, dropped_o = drop_duplicate_offerings(problem)
+    mip, data, vt = build_model(reduced, cands)
     if enabled:
         tighten_bounds(mip, data, vt)
+    # the plan speaks of the user's problem; the model's tables hold only the offerings kept
     return Model(problem, cands, mip, data, vt, dropped_c, dropped_o)

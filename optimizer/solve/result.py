@@ -77,3 +77,19 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None:
         return None
     return max(0.0, objective - bound) / max(abs(objective), 1e-9)
+
+
+#: a bound may exceed the objective by this relative amount (solver tolerances) before it is an error
+BOUND_TOLERANCE = 1e-6
+
+
+def bound_error(objective: float, bound: float | None) -> str | None:
+    """A message if ``bound`` lies above ``objective`` beyond :data:`BOUND_TOLERANCE`, else None.
+
+    A lower bound above the plan it bounds is impossible: a solver bug or a
+    numerical failure, never a proof of optimality.
+    """
+    if bound is None or bound <= objective + BOUND_TOLERANCE * max(1.0, abs(objective)):
+        return None
+    return (f"the solver reported a bound {bound:.6g} above its own plan's objective {objective:.6g}: "
+            "a numerical failure, not a proof")

@@ -203,10 +203,10 @@ def owned_new_units(plan: Plan) -> int:
 
 def usable_offerings(plan: Plan) -> set[str]:
     """Offerings some workload may use (an inference or training option exists on them)."""
-    T = plan.tables
-    if T is None:
+    d = plan.data
+    if d is None:
         return set()
-    return set(T.inference_options["offering"]) | set(T.training_options["offering"])
+    return set(d.inference_options["offering"]) | set(d.training_options["offering"])
 
 
 def units_summary(plan: Plan) -> pd.DataFrame:
@@ -352,9 +352,9 @@ def capex_coefficient(plan: Plan, oid: str) -> float:
     discounted book-value share. The objective of a fixed plan is linear in
     capex with slope coefficient × new units.
     """
-    T = plan.tables
-    O = T.offerings[T.offerings["offering"] == oid].assign(capex=1.0)
-    return float(owned_unit_costs(O, T.periods, T.objective, T.rate)["capital_new"].iloc[0])
+    d = plan.data
+    O = d.offerings[d.offerings["offering"] == oid].assign(capex=1.0)
+    return float(owned_unit_costs(O, d.periods, d.objective, d.rate, d.commitments)["capital_new"].iloc[0])
 
 
 def break_even_capex(problem: Problem, oid: str, solve: Solver, base: Plan | None = None,

@@ -102,6 +102,16 @@ def solve(
             start_obj = start_objective(a, start)
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a)
     result.start_objective = start_obj
+    if result.status.has_plan:
+        # every plan a back end returns is checked against every row, bound and integrality first
+        from ..feasibility import violations
+
+        bad = violations(a, result.x)
+        if bad:
+            result.status = Status.ERROR
+            result.message = f"{key}'s solution breaks the model ({bad[0]}): a numerical failure of the solver"
+            result.x = None
+            result.objective = None
     if start is not None and result.solve_seconds > 0:  # not when the back end refused the model
         _keep_better(result, start, start_obj, gap)
     return result

@@ -38,9 +38,10 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, relative_gap
+from ..result import SolveResult, Status, bound_error, relative_gap
 
 _NAMES = {"highs": "highs", "scip": "scip", "cp-sat": "sat"}
 _HIGHS_DUAL = re.compile(r"^\s*Dual bound\s+(\S+)", re.M)
@@ -198,10 +199,7 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
                S.INVALID_SOLVER_PARAMETERS: "invalid solver parameters"}.get(status)
         if msg is None:
             msg = "no plan within the time limit" if time_limit is not None else f"solver status {status.name}"
-        try:  # a proven bound may exist without a plan; the caller can pair it with a start
-            bound = _bound(backend, solver, log, a)
-        except Exception:  # pragma: no cover
-            bound = None
+        bound = _bound(backend, solver, log, a)  # a proven bound may exist without a plan
         return SolveResult(Status.ERROR, backend, message=msg, bound=bound, **common)
     x = highs["x"] if highs is not None and highs["x"] is not None else _values(solver, model, a.n_vars)
     x = np.where(a.integer, np.rint(x), x)
@@ -209,8 +207,11 @@ def solve_ortools(mip: MIP, backend: str = "highs", time_limit: float | None = N
     bound = _bound(backend, solver, log, a)
     if status == S.OPTIMAL and bound is None:
         bound = objective if not a.integer.any() else None
+    bad = bound_error(objective, bound)
+    if bad:
+        return SolveResult(Status.ERROR, backend, message=bad, **common)
     if bound is not None:
-        bound = min(bound, objective)
+        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
     g = relative_gap(objective, bound)
     proven = status == S.OPTIMAL and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
     st = Status.OPTIMAL if proven else Status.FEASIBLE
@@ -295,5 +296,8 @@ def _bound(backend: str, solver, log: str, a: Arrays) -> float | None:
         except ValueError:
             return None
         return v if np.isfinite(v) else None
-    v = float(solver.best_objective_bound)
+    raw = solver.best_objective_bound
+    if raw is None or raw is pd.NA:  # no bound reported (e.g. stopped before the root LP)
+        return None
+    v = float(raw)
     return v if np.isfinite(v) and abs(v) < 1e19 else None  # SCIP says ±1e20 for "none yet"

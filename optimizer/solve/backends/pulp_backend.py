@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, relative_gap
+from ..result import SolveResult, Status, bound_error, relative_gap
 
 _RESULT = re.compile(r"^Result - (.*)$", re.M)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
@@ -264,8 +264,11 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         bound += a.c0  # CBC never saw the constant
     elif completed:
         bound = objective
+    bad = bound_error(objective, bound)
+    if bad:
+        return SolveResult(Status.ERROR, "cbc", message=bad, **common)
     if bound is not None:
-        bound = min(bound, objective)
+        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
     g = relative_gap(objective, bound)
     proven = completed and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
     status = Status.OPTIMAL if proven else Status.FEASIBLE
