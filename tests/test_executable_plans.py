@@ -220,3 +220,18 @@ def test_a_deadline_after_the_horizon_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as e:
         load_problem(write_problem(tmp_path, data))
     assert "deadline_month" in str(e.value) and "0" in str(e.value)
+
+
+def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
+    # Demand 1 rps in both periods: A in both (100 + 100 = 200) is the optimum with or without the limit.
+    # Stage 1 (no limit) proves 200 as a bound, stage 2 (A only) reaches it: optimal without stage 3.
+    easy = copy.deepcopy(FLIP)
+    easy["inference"][0]["demand_rps"] = {"p1": 1, "p2": 1}
+    plan = solve(easy)
+    assert plan.objective == pytest.approx(200) and plan.result.bound == pytest.approx(200)
+    assert "without stability limits" in plan.result.message
+    # FLIP: stage 1 finds 700 (a bound), stage 2 keeps B, the most-used configuration (1,000 rps·h against
+    # A's 100): 1,200, above the bound; stage 3 from there proves A in both, 1,100.
+    plan = solve(copy.deepcopy(FLIP))
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
+    assert plan.result.bound == pytest.approx(1_100, rel=1e-6)

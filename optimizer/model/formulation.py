@@ -378,15 +378,27 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     keys = ["job", "config", "offering", "period", "mode"]
     # a placement never runs longer than the period, nor longer than the whole job takes there (1 ÷ rate)
     opts = opts.assign(max_hours=np.minimum(opts["period_hours"], 1.0 / opts["rate"]))
-    w = m.add_variables("training-run", opts[keys], upper=1.0, integer=True).merge(opts, on=keys)
+    # a run binary only where running at all matters: a shared cluster needs its GPUs free for the
+    # period, an hourly one on a capped offering needs its units within the quota. An hourly cluster
+    # on an uncapped offering pays by the hour and needs nothing more: its hours are bounded by the
+    # selection itself, t ≤ max_hours·z (the same optimum, without binaries the LP would split)
+    needs_run = ((opts["mode"] == SHARED) | opts["max_units"].notna()).to_numpy()
+    ro = opts[needs_run]
+    w = m.add_variables("training-run", ro[keys], upper=1.0, integer=True).merge(ro, on=keys)
     t = m.add_variables("training-hours", opts[keys], upper=opts["max_hours"].to_numpy()).merge(opts, on=keys)
 
     # every job, so one without candidates is an empty row reported as infeasible
     m.add("training-select-one", lin(z, 1.0, ["job"]).eq(pd.DataFrame({"job": pd.Series(d.jobs, dtype=object),
                                                                       "rhs": 1.0})))
-    m.add("training-hours-run", lin(t, 1.0, keys) - lin(w, w["max_hours"], keys) <= 0.0)
+    t_run = t[needs_run]
+    m.add("training-hours-run", lin(t_run, 1.0, keys) - lin(w, w["max_hours"], keys) <= 0.0)
     ws = w.merge(z[["job", "config", "var"]].rename(columns={"var": "sel_var"}), on=["job", "config"])
     m.add("training-run-select", lin(ws, 1.0, keys) - lin(ws, 1.0, keys, var="sel_var") <= 0.0)
+    free = t[~needs_run].merge(z[["job", "config", "var"]].rename(columns={"var": "sel_var"}),
+                               on=["job", "config"])
+    if len(free):
+        m.add("training-hours-select", lin(free, 1.0, keys) - lin(free, free["max_hours"], keys, var="sel_var")
+              <= 0.0)
     per = t.groupby(["job", "period"], as_index=False)["period_hours"].first()
     m.add("training-period-hours", lin(t, 1.0, ["job", "period"]) <= rhs_table(per, ["job", "period"],
                                                                                per["period_hours"]))

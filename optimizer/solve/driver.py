@@ -4,16 +4,19 @@ One place decides it, in this order:
 
 1. the **LP relaxation** (integrality dropped): its optimum is the first
    proven bound (``relaxation_bound``), whatever happens next;
-2. an optional **heuristic start** (``start``: a feasible vector from
-   :mod:`optimizer.solve.heuristics`), checked against every row;
-3. the **back end** (:func:`optimizer.solve.backends.solve`) with every second
-   that is left, the start as its first incumbent.
+2. for a model with stability limits (``config-used``), the **stable fleet
+   in stages** (:func:`solve_stable`): the model without the limits first
+   (a relaxation: its bound is a proof for the stable model too), then the
+   model restricted to the configurations that plan uses most, and only if
+   that restriction cannot match the relaxation's bound the whole model,
+   warm-started from it;
+3. otherwise the **back end** (:func:`optimizer.solve.backends.solve`) with
+   every second that is left.
 
-The solver is never skipped: if it finds nothing better than the start,
-the start is the plan and the message says so. The time limit is the
-whole run's wall clock (docs/performance.md, "Time limit"): the caller
-passes the seconds already spent, and :data:`AFTER_SOLVE_PER_BUILD` times
-as many are kept for what follows the solve (plan tables and audit).
+The time limit is the whole run's wall clock (docs/performance.md, "Time
+limit"): the caller passes the seconds already spent, and
+:data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
+solve (plan tables and audit).
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pandas as pd
 
 from ..model.presolve import Model
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
+from .feasibility import violations
 from .result import SolveResult, Status, relative_gap
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -31,6 +36,9 @@ from .result import SolveResult, Status, relative_gap
 AFTER_SOLVE_PER_BUILD = 1.5
 #: the solver always gets at least this share of the limit, however slow the build
 MIN_SOLVER_SHARE = 0.25
+#: under a time limit, the share of what is left that each stage of :func:`solve_stable` may use
+#: before the next starts (the last stage gets the rest)
+STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -71,7 +79,10 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
                              "is infeasible)", solve_seconds=lp.solve_seconds, build_seconds=lp.build_seconds)
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-    result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
+    if start is None and "config-used" in model.mip.variables:
+        result = solve_stable(model, solver, left, gap, threads)
+    else:
+        result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
     result.relaxation_bound = lp_bound
     result.solve_seconds += lp.solve_seconds
     if lp_bound is not None and result.status.has_plan and (result.bound is None or result.bound < lp_bound):
@@ -79,3 +90,106 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         result.bound = lp_bound
         result.gap = relative_gap(result.objective, lp_bound)
     return result
+
+
+def _share(left: float | None, spent: float, share: float) -> float | None:
+    if left is None:
+        return None
+    return max(1.0, share * (left - spent))
+
+
+def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None
+                 ) -> SolveResult:
+    """Solve a model with stability limits in up to three stages (see the module docstring).
+
+    1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
+       lifted: the model without stability, a relaxation of it. Its bound
+       B is a lower bound on the stable optimum.
+    2. *Restricted*: the stable model with, per service and request class,
+       only the N configurations that carry most of stage 1's traffic. A
+       restriction: its plan is a stable plan. If it costs at most B·(1 +
+       gap), it is proven optimal with bound B.
+    3. *Whole*: the stable model, started from stage 2's plan, with the
+       time left; its bound is the better of its own and B.
+
+    On q3 the stable optimum equals the unlimited one (the price of
+    stability is 0), so stage 2 proves it and stage 3 never runs
+    (docs/performance.md).
+    """
+    t0 = time.perf_counter()
+    mip = model.mip
+    a = mip.arrays()
+    cu = mip.variables["config-used"]
+    ids = cu.ids
+    limit_rows = mip.constraints["stability-configurations"]
+    rows = np.arange(limit_rows.start, limit_rows.start + limit_rows.size)
+
+    free = _copy(a)
+    free.col_lo[ids] = 1.0
+    free.col_hi[ids] = 1.0
+    free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
+    first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["unlimited"]),
+                          gap=gap, threads=threads, arrays=free)
+    if first.status == Status.INFEASIBLE:
+        first.message = "no plan meets every constraint, even without the stability limits"
+        return first
+    if not first.status.has_plan:  # nothing within its share of the limit: the whole model gets the rest
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+        return backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads)
+    bound = first.bound
+
+    keep = _most_used(model, first.x)
+    restricted = _copy(a)
+    restricted.col_hi[ids[~keep]] = 0.0
+    second = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=restricted,
+                           time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["restricted"]))
+    if second.status.has_plan and violations(a, second.x):  # a restriction of the model: cannot happen
+        raise AssertionError("a plan of the restricted stable model breaks the stable model")
+    if second.status.has_plan and bound is not None and relative_gap(second.objective, bound) <= gap + 1e-12:
+        second.status = Status.OPTIMAL
+        second.bound = max(bound, second.bound if second.bound is not None else bound)
+        second.bound = min(second.bound, second.objective)
+        second.gap = relative_gap(second.objective, second.bound)
+        second.message = "optimal: the stable plan costs what the plan without stability limits costs"
+        second.solve_seconds += first.solve_seconds
+        return second
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads,
+                          start=second.x if second.status.has_plan else None)
+    whole.solve_seconds += first.solve_seconds + second.solve_seconds
+    if whole.status.has_plan and bound is not None and (whole.bound is None or whole.bound < bound):
+        whole.bound = min(bound, whole.objective)
+        whole.gap = relative_gap(whole.objective, whole.bound)
+        if whole.gap <= gap + 1e-12:
+            whole.status = Status.OPTIMAL
+    return whole
+
+
+def _copy(a):
+    import dataclasses
+
+    return dataclasses.replace(a, col_lo=a.col_lo.copy(), col_hi=a.col_hi.copy(), row_lo=a.row_lo.copy(),
+                               row_hi=a.row_hi.copy())
+
+
+def _most_used(model: Model, x: np.ndarray) -> np.ndarray:
+    """Per ``config-used`` variable: is its configuration among the N most used for its request class?
+
+    Use is the traffic a configuration carries in the plan ``x`` over the
+    horizon: routed rps for a bucketed service, replicas × rps for a
+    single-size one (each weighted by the period's hours).
+    """
+    mip, d = model.mip, model.data
+    cu = mip.variables["config-used"].coords.reset_index(drop=True)
+    hours = d.periods.set_index("period")["hours"]
+    routed = mip.values("inference-routing", x)
+    routed = routed.assign(use=routed["value"] * routed["period"].map(hours))
+    reps = mip.values("inference-replicas", x).merge(d.rps, on=["service", "config"])
+    reps = reps[~reps["service"].isin(d.multi_bucket)]
+    reps = reps.assign(use=reps["value"] * reps["rps"] * reps["period"].map(hours))
+    use = pd.concat([routed[["service", "bucket", "config", "use"]], reps[["service", "bucket", "config", "use"]]])
+    use = use.groupby(["service", "bucket", "config"], as_index=False)["use"].sum()
+    cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
+    cu = cu.merge(d.stability[["service", "max_configurations"]], on="service")
+    cu["rank"] = cu.groupby(["service", "bucket"])["use"].rank(method="first", ascending=False)
+    return (cu["rank"] <= cu["max_configurations"]).to_numpy()

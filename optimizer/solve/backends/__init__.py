@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from ...model.mip import MIP
+from ...model.mip import MIP, Arrays
 from ..result import SolveResult, Status, relative_gap
 
 #: Measured on bench/run.py (docs/performance.md): best gap within the time limit at every scale.
@@ -68,6 +68,7 @@ def solve(
     gap: float = 1e-6,
     threads: int | None = None,
     start: np.ndarray | None = None,
+    arrays: Arrays | None = None,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -82,6 +83,9 @@ def solve(
         Solver threads where the back end has a setting for it (CBC, CP-SAT).
     start
         A feasible point of ``mip`` (checked here; ignored if it is not).
+    arrays
+        The assembled model to solve instead of ``mip.arrays()`` (the same
+        variables and rows with other bounds: a relaxation or a restriction).
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -90,7 +94,7 @@ def solve(
         raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
     if time_limit is not None and time_limit <= 0:
         raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
-    a = mip.arrays()
+    a = arrays if arrays is not None else mip.arrays()
     start_obj = None
     if start is not None:
         from ..feasibility import objective as start_objective, violations as check_start
