@@ -33,12 +33,20 @@ def records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+#: version of the JSON layout (docs/json-format.md)
+FORMAT_VERSION = "2"
+
+
 def plan_dict(plan: Plan) -> dict:
-    """The JSON contract of ``gpuopt solve --format json`` (design.md)."""
+    """The JSON of ``gpuopt solve --format json`` (docs/json-format.md lists every key).
+
+    ``format_version`` changes whenever a key is removed or changes meaning.
+    """
     r = plan.result
     pr = plan.problem
     has = plan.status.has_plan
     return {
+        "format_version": FORMAT_VERSION,
         "problem": pr.name,
         "status": r.status.value,
         "message": r.message,

@@ -638,8 +638,8 @@ ITEM_COLUMNS = ["month", "year", "period", "offering", "pricing", "item", "ledge
 def cash_flow_items(plan: Plan) -> pd.DataFrame:
     """Every cash flow of the plan with its calendar month: positive paid out, negative received.
 
-    Per-period items are paid in their period's month (design.md: a period's
-    flows are discounted at its month); capex at month 0; upfronts when
+    Per-period items are paid in their period's month (a period's flows
+    are discounted at its month, as in the objective); capex at month 0; upfronts when
     their term starts; the book value comes back at the horizon's end month.
     ``pv`` is the ledger's present value, so the items' pv adds up to the plan's NPV.
     """
