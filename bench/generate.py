@@ -14,7 +14,7 @@ shape. Every workload has measured ``profiles``, so no sizing runs.
 
 Topology: the training GPU types' cloud nodes are joined by a fabric
 (AWS: EFA, 400 Gb/s per GPU, as on p4d/p5; GCP: RoCE at 200 Gb/s per GPU)
-over at most 16 nodes; the owned servers share an InfiniBand fabric
+over at most 32 nodes; the owned servers share an InfiniBand fabric
 (400 Gb/s per GPU) across the hall; the inference-only types stand alone
 (``fabric: none``). The figures are representative, not a price list.
 
@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 #: name, VRAM GB, relative speed per GPU, GPUs per unit, on-demand $ per GPU-hour
 GPUS = [
@@ -62,7 +63,7 @@ MODELS = [
 ]
 PROVIDERS = {"aws": (["aws-east", "aws-west", "aws-eu"], 1.0), "gcp": (["gcp-east", "gcp-west", "gcp-eu"], 1.08)}
 #: fabric between a provider's nodes of a training GPU type: kind, Gb/s per GPU, most nodes per cluster
-FABRIC = {"aws": ("efa", 400, 16), "gcp": ("roce", 200, 16)}
+FABRIC = {"aws": ("efa", 400, 32), "gcp": ("roce", 200, 32)}
 REGION_FACTOR = [1.0, 1.04, 1.12]
 WEEKS = 26
 #: owned servers in dc1: gpu, existing units, max units, capex per 8-GPU-ish unit
@@ -244,34 +245,102 @@ def jobs(scale: float, rng: np.random.Generator, P: list[dict]) -> list[dict]:
     return out
 
 
+def large_jobs(scale: float, rng: np.random.Generator, P: list[dict]) -> list[dict]:
+    """The training-heavy family's jobs: 2 × 12 × scale jobs of 32–256 GPUs with windows of 1–2 months.
+
+    Each job's work is a third to two thirds of its window on 64 H100s
+    (in H100-GPU-hours), so most need a large cluster for much of the window.
+    """
+    n = max(1, int(round(24 * scale)))
+    speed = dict((g[0], g[2]) for g in GPUS)
+    vram = dict((g[0], g[1]) for g in GPUS)
+    last_month = max(p["month"] for p in P)
+    out = []
+    for k in range(n):
+        model, params = MODELS[int(rng.choice([3, 4, 5, 6, 7]))]
+        length = int(rng.integers(1, 3))  # months in the window
+        start = int(rng.integers(0, max(1, last_month - length + 2)))
+        deadline = min(last_month, start + length - 1)
+        window_h = sum(p["hours"] for p in P if start <= p["month"] <= deadline)
+        gpu_types = [g for g in TRAIN_GPUS if vram[g] * 32 >= params * 16 / 2]
+        pick = rng.choice(len(gpu_types), size=min(len(gpu_types), int(rng.integers(2, 4))), replace=False)
+        work = 64 * window_h * float(rng.uniform(0.33, 0.66))
+        profiles = []
+        for i in sorted(pick):
+            g = gpu_types[i]
+            for gpus in (32, 64, 128, 256):
+                eff = 0.93 ** math.log2(gpus / 8)
+                hours = work * 3.0 / speed[g] / (gpus * eff)
+                if hours <= window_h * 0.95:
+                    profiles.append({"gpu": g, "gpus": gpus, "hours": _r(hours, 2)})
+        if not profiles:
+            g = gpu_types[int(pick[0])]
+            profiles.append({"gpu": g, "gpus": 256, "hours": _r(min(window_h * 0.9, work * 3.0 / speed[g] / 256),
+                                                                  2)})
+        out.append({"name": f"big{k:03d}", "model": model, "tokens": float(work * 1e6),
+                    "start_month": start, "deadline_month": deadline, "spot": bool(rng.random() < 0.3),
+                    "checkpoint_minutes": 30, "cluster_gpus": [32, 64, 128, 256], "profiles": profiles})
+    return out
+
+
+#: benchmark families (bench/run.py --family)
+FAMILIES = ("standard", "training-heavy", "catalog-wide")
+
+
 def generate(scale: float = 1.0, seed: int = 0, objective: str = "cost", weeks: int = WEEKS,
-             regions: int = 3) -> dict:
+             regions: int = 3, family: str = "standard") -> dict:
     """A problem-file mapping at ``scale`` (×1 = the reference size).
 
     ``weeks`` (periods) and ``regions`` (per provider) shrink it for tests.
+    ``family``: ``standard`` (the reference mix), ``training-heavy`` (the
+    same services and offerings, with :func:`large_jobs` instead of
+    :func:`jobs`), or ``catalog-wide`` (``problems/q3.yaml`` against the
+    whole default catalog, demand × ``scale``; ``weeks``, ``regions`` and
+    ``seed`` do not apply).
     """
+    if family == "catalog-wide":
+        return catalog_wide(scale)
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; one of {', '.join(FAMILIES)}")
     rng = np.random.default_rng([seed, int(round(scale * 1000)), weeks, regions])
     P = periods(weeks)
+    heavy = family == "training-heavy"
     return {
-        "name": f"bench-x{scale:g}-s{seed}",
+        "name": f"bench-{family}-x{scale:g}-s{seed}",
         "currency": "USD",
         "periods": P,
         "offerings": offerings(scale, rng, regions),
         "inference": services(scale, rng, [p["name"] for p in P], regions),
-        "training": jobs(scale, rng, P),
+        "training": large_jobs(scale, rng, P) if heavy else jobs(scale, rng, P),
         "finance": {"objective": objective, "discount_rate": 0.08},
     }
 
 
+def catalog_wide(scale: float) -> dict:
+    """``problems/q3.yaml`` with ``catalog: [default]`` and every service's demand × ``scale``."""
+    from optimizer.yamlio import read_yaml
+
+    data = read_yaml(ROOT / "problems" / "q3.yaml")
+    data["catalog"] = ["default"]
+    data["name"] = f"bench-catalog-wide-x{scale:g}"
+    for s in data.get("inference", []):
+        d = s.get("demand_rps")
+        if isinstance(d, dict):
+            s["demand_rps"] = {k: v * scale for k, v in d.items()}
+        elif d is not None:
+            s["demand_rps"] = d * scale
+    return data
+
+
 def problem(scale: float = 1.0, seed: int = 0, objective: str = "cost", data: dict | None = None,
-            weeks: int = WEEKS, regions: int = 3):
+            weeks: int = WEEKS, regions: int = 3, family: str = "standard"):
     """A validated :class:`optimizer.load.Problem`, built in memory (no file)."""
     from optimizer.load import build_problem, parse_problem_file
 
-    data = data if data is not None else generate(scale, seed, objective, weeks, regions)
-    file = f"<generated x{scale:g} seed {seed}>"
+    data = data if data is not None else generate(scale, seed, objective, weeks, regions, family)
+    file = f"<generated {family} x{scale:g} seed {seed}>"
     spec = parse_problem_file(data, file)
-    return build_problem(spec, file, Path("."))
+    return build_problem(spec, file, ROOT / "problems")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,11 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objective", choices=["cost", "npv"], default="cost")
     ap.add_argument("--weeks", type=int, default=WEEKS)
     ap.add_argument("--regions", type=int, default=3, choices=[1, 2, 3])
+    ap.add_argument("--family", choices=FAMILIES, default="standard")
     ap.add_argument("-o", "--output", required=True, help="problem YAML to write")
     args = ap.parse_args(argv)
     import yaml
 
-    data = generate(args.scale, args.seed, args.objective, args.weeks, args.regions)
+    data = generate(args.scale, args.seed, args.objective, args.weeks, args.regions, args.family)
     Path(args.output).write_text(yaml.safe_dump(data, sort_keys=False))
     print(f"wrote {args.output}: {len(data['inference'])} services, {len(data['training'])} jobs, "
           f"{len(data['offerings'])} offerings, {len(data['periods'])} periods")

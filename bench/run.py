@@ -5,6 +5,7 @@ Usage::
     python bench/run.py --scales 0.25,0.5,1,2,4 --solvers highs,scip,cbc,cp-sat \\
         --time-limit 60 --seed 0 [--gap 0.01] [--threads N] [--no-presolve] [--json FILE] \\
         [--weeks 26]
+    python bench/run.py --family training-heavy --scales 1 --solvers highs --time-limit 60
     python bench/run.py --handover --scales 1      # model hand-over only: PuLP objects vs MPS vs model_builder
 
 Each (scale, back end) runs in its own process (``--one`` is the child's
@@ -38,11 +39,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.generate import WEEKS, problem  # noqa: E402  (after the path is set)
+from bench.generate import FAMILIES, WEEKS, problem  # noqa: E402  (after the path is set)
 
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
-        presolve_on: bool, weeks: int = WEEKS) -> dict:
+        presolve_on: bool, weeks: int = WEEKS, family: str = "standard") -> dict:
     """One benchmark run in this process (the path of ``gpuopt solve``); returns its row."""
     from optimizer.audit import audit
     from optimizer.candidates import build_candidates
@@ -51,14 +52,15 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     from optimizer.solve import driver
 
     t0 = time.perf_counter()
-    pr = problem(scale, seed, weeks=weeks)
+    pr = problem(scale, seed, weeks=weeks, family=family)
     cands = build_candidates(pr)
     t1 = time.perf_counter()
     model = presolve.build(pr, cands, enabled=presolve_on)
     t2 = time.perf_counter()
     budget = driver.solve_budget(time_limit, t2 - t0)  # as the pipeline does: the limit is the run's wall
     st = model.mip.stats()
-    row = {"scale": scale, "solver": solver, "seed": seed, "weeks": weeks, "time_limit": time_limit,
+    row = {"family": family, "scale": scale, "solver": solver, "seed": seed, "weeks": weeks,
+           "time_limit": time_limit,
            "gap_target": gap,
            "vars": st["variables"], "int": st["integer_variables"], "rows": st["constraints"],
            "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
@@ -152,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-presolve", action="store_true")
     ap.add_argument("--weeks", type=int, default=WEEKS, help=f"weekly periods (the reference size has {WEEKS})")
+    ap.add_argument("--family", choices=FAMILIES, default="standard",
+                    help="standard: the reference mix; training-heavy: jobs of 32-256 GPUs in 1-2 month windows; "
+                    "catalog-wide: q3 against the whole default catalog, demand x scale")
     ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
     ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:
         row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
-                  not args.no_presolve, args.weeks)
+                  not args.no_presolve, args.weeks, args.family)
         print("ROW " + json.dumps(row, default=float))
         return 0
     if args.handover:
@@ -181,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         for solver in solvers:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--one", "--scales", str(s), "--solvers", solver,
                    "--time-limit", str(args.time_limit), "--seed", str(args.seed), "--gap", str(args.gap),
-                   "--weeks", str(args.weeks)]
+                   "--weeks", str(args.weeks), "--family", args.family]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             if args.no_presolve:

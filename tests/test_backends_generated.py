@@ -49,19 +49,33 @@ def test_generated_problem_has_the_reference_shape():
     assert sum("requests" in s for s in d["inference"]) > 0 and sum("prompt_tokens" in s for s in d["inference"]) > 0
 
 
-def test_solver_output_capture_is_safe_from_two_threads(tiny, capfd):
+def test_highs_from_two_threads_keeps_stdout_clean(tiny, capfd):
     from concurrent.futures import ThreadPoolExecutor
-
-    from optimizer.solve.backends.ortools_backend import solve_ortools
 
     a = presolve.build(tiny[0], build_candidates(tiny[0])).mip.arrays()
     with ThreadPoolExecutor(2) as ex:
-        results = list(ex.map(lambda _: solve_ortools(None, "highs", gap=1e-9, arrays=a), range(4)))
+        results = list(ex.map(lambda _: solve(None, solver="highs", gap=1e-9, arrays=a), range(4)))
     assert [r.status for r in results] == [Status.OPTIMAL] * 4
-    assert all("HiGHS" in r.log for r in results)  # every caller got a log
+    assert all("HiGHS" in r.log for r in results)  # every caller got its log
+    assert len({round(r.objective, 6) for r in results}) == 1
     print("after the solves", flush=True)
     out = capfd.readouterr().out
-    assert "after the solves" in out and "HiGHS" not in out  # fd 1 is restored and none of the logs leaked
+    assert "after the solves" in out and "HiGHS" not in out  # nothing of HiGHS reached fd 1
+
+
+def test_highs_and_the_ortools_back_ends_work_one_after_the_other(tiny):
+    # highspy in this process, OR-Tools (SCIP, CP-SAT) in a child: their two HiGHS never meet
+    pr = tiny[0]
+    objs = [run(pr, solver=s, gap=1e-9).objective for s in ("highs", "scip", "highs", "cbc", "scip")]
+    assert max(objs) == pytest.approx(min(objs), rel=1e-6)
+
+
+def test_a_child_process_that_dies_is_a_solver_failure(tiny, monkeypatch):
+    from optimizer.solve.backends import isolated
+
+    monkeypatch.setattr(isolated.sys, "executable", "/bin/false")
+    res = solve(presolve.build(tiny[0], build_candidates(tiny[0])).mip, solver="scip")
+    assert res.status == Status.ERROR and "child process failed" in res.message
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc", "scip"])

@@ -291,9 +291,10 @@ def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
     ``config-used`` c_{s,b,k} is 1 if configuration k serves bucket b of
     service s in any period (a single-size service has the one bucket
     ``all``). A replica of k exists only where k serves some bucket:
-    Σ_o x_{s,k,o,p} ≤ X̄_{s,k,p}·Σ_b c_{s,b,k} (X̄ the most replicas k can need
-    there); a bucket is routed only to configurations it uses:
-    Σ_o f_{s,b,k,o,p} ≤ D_{s,b,p}·c_{s,b,k}; and Σ_k c_{s,b,k} ≤ N_s. So a
+    Σ_{o,p} x_{s,k,o,p} ≤ (Σ_p X̄_{s,k,p})·Σ_b c_{s,b,k} (X̄ the most replicas k can need
+    there, summed over the horizon's periods: one row per configuration);
+    a bucket is routed only to configurations it uses,
+    Σ_{o,p} f_{s,b,k,o,p} ≤ (Σ_p D_{s,b,p})·c_{s,b,k}; and Σ_k c_{s,b,k} ≤ N_s. So a
     request class never moves from one configuration to another across
     periods (N_s = 1), while different classes may sit on different
     hardware. Only services with a bucket that has more candidate
@@ -312,16 +313,22 @@ def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
     if len(limited):
         sk = sbk[sbk["service"].isin(limited["service"])]
         used = m.add_variables("config-used", sk[["service", "bucket", "config"]], upper=1.0, integer=True)
+        # one row per configuration (per request class) over the whole horizon, not per period: the
+        # same integer points, a relaxation as loose as the per-period rows' where it matters (the
+        # solve driver proves the stable optimum from the model without these rows), and an LP that
+        # solves 7x faster on bench x1 (docs/performance.md)
         xs = x[x["service"].isin(limited["service"])]
-        cap = replicas_needed(d).merge(used, on=["service", "config"])
-        keys = ["service", "config", "period"]
-        m.add("stability-config-used", lin(xs, 1.0, keys) - lin(cap, cap["ub"], keys) <= 0.0)
+        if len(xs):
+            cap = replicas_needed(d).groupby(["service", "config"], as_index=False)["ub"].sum().merge(
+                used, on=["service", "config"])
+            keys = ["service", "config"]
+            m.add("stability-config-used", lin(xs, 1.0, keys) - lin(cap, cap["ub"], keys) <= 0.0)
         f = inf["routing"]
         f = f[f["service"].isin(limited["service"])]
         if len(f):
-            rk = ["service", "bucket", "config", "period"]
-            dem = f[rk].drop_duplicates().merge(d.demand, on=["service", "bucket", "period"]).merge(
-                used, on=["service", "bucket", "config"])
+            rk = ["service", "bucket", "config"]
+            dem = f[rk + ["period"]].drop_duplicates().merge(d.demand, on=["service", "bucket", "period"])
+            dem = dem.groupby(rk, as_index=False)["rps"].sum().merge(used, on=rk)
             m.add("stability-bucket-routed", lin(f, 1.0, rk) - lin(dem, dem["rps"], rk) <= 0.0)
         lim = limited[["service", "max_configurations"]].rename(columns={"max_configurations": "rhs"})
         m.add("stability-configurations",

@@ -13,6 +13,12 @@ One place decides it, in this order:
 3. otherwise the **back end** (:func:`optimizer.solve.backends.solve`) with
    every second that is left.
 
+Under a time limit, a search that finds no plan in its share of the time
+(:data:`FIRST_SEARCH_SHARE`) is followed by the relax-and-fix heuristic
+(:mod:`optimizer.solve.heuristics`, :data:`HEURISTIC_SHARE` of what is
+left) and then by the back end again, started from the heuristic's plan;
+the result's message says so.
+
 The time limit is the whole run's wall clock (docs/performance.md, "Time
 limit"): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
@@ -29,6 +35,7 @@ import pandas as pd
 from ..model.presolve import Model
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
 from .feasibility import violations
+from .heuristics import relax_and_fix
 from .result import SolveResult, Status, relative_gap
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -39,6 +46,14 @@ MIN_SOLVER_SHARE = 0.25
 #: under a time limit, the share of what is left that each stage of :func:`solve_stable` may use
 #: before the next starts (the last stage gets the rest)
 STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
+#: stage 2 of :func:`solve_stable` keeps, per request class, the N most used configurations and this many
+#: more, for the solver to choose from (the most used alone can be the wrong choice when the plan
+#: without limits mixes them)
+EXTRA_CANDIDATES = 1
+#: under a time limit, the share of it a search may spend before, without a plan, the heuristic runs
+FIRST_SEARCH_SHARE = 0.5
+#: the share of what is left that the heuristic may use (the solver gets the rest)
+HEURISTIC_SHARE = 0.5
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -81,6 +96,12 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads)
+    elif start is None and left is not None:
+        result = backend_solve(model.mip, solver=solver, time_limit=FIRST_SEARCH_SHARE * left, gap=gap,
+                               threads=threads)
+        if result.status == Status.ERROR and result.x is None:
+            rest = max(1.0, left - (time.perf_counter() - t0 - lp.solve_seconds))
+            result = _heuristic_then_search(model, model.mip.arrays(), solver, rest, gap, threads, result)
     else:
         result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
     result.relaxation_bound = lp_bound
@@ -133,15 +154,18 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
-    if not first.status.has_plan:  # nothing within its share of the limit: the whole model gets the rest
+    if not first.status.has_plan:  # nothing within its share of the limit: a heuristic start for the whole
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-        return backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads)
+        if left is None:
+            return backend_solve(mip, solver=solver, gap=gap, threads=threads)
+        return _heuristic_then_search(model, a, solver, left, gap, threads, first)
     bound = first.bound
 
     keep = _most_used(model, first.x)
     restricted = _copy(a)
     restricted.col_hi[ids[~keep]] = 0.0
-    second = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=restricted,
+    target = None if bound is None else bound + gap * max(abs(bound), 1e-9)
+    second = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=restricted, target=target,
                            time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["restricted"]))
     if second.status.has_plan and violations(a, second.x):  # a restriction of the model: cannot happen
         raise AssertionError("a plan of the restricted stable model breaks the stable model")
@@ -154,7 +178,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         second.solve_seconds += first.solve_seconds
         return second
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-    whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads,
+    whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, target=target,
                           start=second.x if second.status.has_plan else None)
     whole.solve_seconds += first.solve_seconds + second.solve_seconds
     if whole.status.has_plan and bound is not None and (whole.bound is None or whole.bound < bound):
@@ -162,6 +186,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         whole.gap = relative_gap(whole.objective, whole.bound)
         if whole.gap <= gap + 1e-12:
             whole.status = Status.OPTIMAL
+            whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
 
 
@@ -192,4 +217,19 @@ def _most_used(model: Model, x: np.ndarray) -> np.ndarray:
     cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
     cu = cu.merge(d.stability[["service", "max_configurations"]], on="service")
     cu["rank"] = cu.groupby(["service", "bucket"])["use"].rank(method="first", ascending=False)
-    return (cu["rank"] <= cu["max_configurations"]).to_numpy()
+    return (cu["rank"] <= cu["max_configurations"] + EXTRA_CANDIDATES).to_numpy()
+
+
+def _heuristic_then_search(model: Model, a, solver: str, time_limit: float, gap: float, threads: int | None,
+                           failed: SolveResult) -> SolveResult:
+    """After a search without a plan: relax-and-fix for a start, then the solver from it with the rest."""
+    t0 = time.perf_counter()
+    x, note = relax_and_fix(model, a, solver, HEURISTIC_SHARE * time_limit, gap, threads)
+    if x is None:
+        failed.message = f"{failed.message}; no heuristic plan either ({note})"
+        return failed
+    left = max(1.0, time_limit - (time.perf_counter() - t0))
+    result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=x)
+    if result.status.has_plan:
+        result.message = f"{result.message}; first plan from {note}"
+    return result

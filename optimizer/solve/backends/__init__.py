@@ -8,16 +8,16 @@ solver outcome (infeasible, time limit); they report it in the status.
 Back ends (docs/performance.md compares them):
 
 ``highs``
-    OR-Tools' HiGHS, model handed over as arrays (``model_builder``). Default:
-    fastest on the benchmark at every scale.
+    HiGHS through its official Python API (highspy), in process. Default.
 ``scip``
-    OR-Tools' SCIP, same hand-over; takes the warm start as a hint.
+    OR-Tools' SCIP, in a child process (OR-Tools' HiGHS clashes with
+    highspy's); takes the warm start as a hint.
 ``cbc``
     The CBC binary PuLP bundles, fed an MPS file written from the arrays;
     takes the warm start (``-mips``).
 ``cp-sat``
     OR-Tools' CP-SAT, for pure-integer models only (no request buckets, no
-    training); takes the warm start as a hint.
+    training), in a child process; takes the warm start as a hint.
 
 A warm start (a feasible vector, e.g. a heuristic plan)
 is handed to the back ends that take one. Whatever the back end, the plan
@@ -44,17 +44,23 @@ def _cbc(mip, **kw):
     return solve_pulp(mip, **kw)
 
 
+def _highs(mip, **kw):
+    from .highspy_backend import solve_highspy
+
+    return solve_highspy(mip, **kw)
+
+
 def _ortools(name):
     def run(mip, **kw):
-        from .ortools_backend import solve_ortools
+        from .isolated import solve_isolated
 
-        return solve_ortools(mip, backend=name, **kw)
+        return solve_isolated(mip, backend=name, **kw)
 
     return run
 
 
 BACKENDS = {
-    "highs": _ortools("highs"),
+    "highs": _highs,
     "scip": _ortools("scip"),
     "cbc": _cbc,
     "cp-sat": _ortools("cp-sat"),
@@ -69,6 +75,7 @@ def solve(
     threads: int | None = None,
     start: np.ndarray | None = None,
     arrays: Arrays | None = None,
+    target: float | None = None,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -86,6 +93,9 @@ def solve(
     arrays
         The assembled model to solve instead of ``mip.arrays()`` (the same
         variables and rows with other bounds: a relaxation or a restriction).
+    target
+        Stop at the first plan that costs at most this (back ends that can:
+        HiGHS); the caller holds the proof that nothing is cheaper.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -104,7 +114,8 @@ def solve(
             start = None
         else:
             start_obj = start_objective(a, start)
-    result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a)
+    extra = {"target": target} if target is not None and key == "highs" else {}
+    result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)
     result.start_objective = start_obj
     if result.status.has_plan:
         # every plan a back end returns is checked against every row, bound and integrality first

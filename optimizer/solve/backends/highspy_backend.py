@@ -1,0 +1,172 @@
+"""HiGHS through its official Python API (``highspy``), in process.
+
+The model goes in whole as a column-wise sparse matrix (``passModel``), the
+objective constant as the model's offset, so every objective and bound HiGHS
+reports includes it. What HiGHS reports is read from its own result objects,
+not from its log:
+
+- status from ``getModelStatus``; a plan exists when the primal solution
+  status is feasible (also after a time limit);
+- the objective and the proven dual bound from ``getInfo``
+  (``objective_function_value``, ``mip_dual_bound``);
+- the **root bound**: the dual bound HiGHS reports through its MIP
+  interrupt callback while the node count is still 0, the last such value
+  (the bound after the root node's cuts);
+- a start goes in with ``setSolution`` (HiGHS checks it and uses it as its
+  first incumbent).
+
+HiGHS prints nothing (``output_flag`` off); its log lines arrive through
+the logging callback and are kept in the result. ``threads`` sets HiGHS's
+thread count (its scheduler is reset for it).
+
+highspy and OR-Tools each carry a HiGHS library; loaded into one process
+they clash, so the OR-Tools back ends (SCIP, CP-SAT) run in a child process
+(:mod:`optimizer.solve.backends.isolated`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...model.mip import MIP, Arrays
+from ..result import SolveResult, Status, bound_error, relative_gap
+
+
+_quiet_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """fd 1 to /dev/null: HiGHS prints its banner when a solver object is made (it would corrupt JSON)."""
+    with _quiet_lock:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+
+
+def _lp(highspy, a: Arrays):
+    """The HighsLp of ``a``: bounds, costs and offset, the matrix column-wise, integrality."""
+    lp = highspy.HighsLp()
+    lp.num_col_ = int(a.n_vars)
+    lp.num_row_ = int(a.n_rows)
+    lp.col_cost_ = np.asarray(a.c, dtype=np.float64)
+    lp.col_lower_ = np.asarray(a.col_lo, dtype=np.float64)
+    lp.col_upper_ = np.asarray(a.col_hi, dtype=np.float64)
+    lp.row_lower_ = np.asarray(a.row_lo, dtype=np.float64)
+    lp.row_upper_ = np.asarray(a.row_hi, dtype=np.float64)
+    lp.offset_ = float(a.c0)
+    m = sp.csc_matrix((a.vals, (a.rows, a.cols)), shape=(a.n_rows, a.n_vars))
+    m.sum_duplicates()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = m.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = m.indices.astype(np.int32)
+    lp.a_matrix_.value_ = m.data.astype(np.float64)
+    if a.integer.any():
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in a.integer.tolist()]
+    return lp
+
+
+def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
+                  start: np.ndarray | None = None, arrays: Arrays | None = None,
+                  target: float | None = None) -> SolveResult:
+    """Solve with HiGHS (highspy); never raises on a solver outcome.
+
+    ``target``: stop as soon as a plan costs at most this much (the caller
+    holds a proof that nothing is cheaper, e.g. a relaxation's bound); the
+    result is then ``feasible`` with HiGHS's own bound, and the caller
+    applies its proof.
+    """
+    import highspy
+
+    t0 = time.perf_counter()
+    a = arrays if arrays is not None else mip.arrays()
+    with _quiet_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if threads:
+        h.resetGlobalScheduler(True)
+        h.setOptionValue("threads", int(threads))
+    h.setOptionValue("mip_rel_gap", float(gap))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(_lp(highspy, a))
+    used_start = ""
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = np.asarray(start, dtype=np.float64)
+        sol.value_valid = True
+        h.setSolution(sol)
+        used_start = "incumbent"
+
+    log: list[str] = []
+    root = {"bound": None}
+    mip_model = bool(a.integer.any())
+
+    def on_event(kind, message, data_out, data_in, user_data):
+        if kind == highspy.cb.HighsCallbackType.kCallbackLogging:
+            log.append(message)
+        elif kind == highspy.cb.HighsCallbackType.kCallbackMipInterrupt:
+            if data_out.mip_node_count == 0:
+                b = float(data_out.mip_dual_bound)
+                if np.isfinite(b):
+                    root["bound"] = b
+            if target is not None and float(data_out.mip_primal_bound) <= target:
+                data_in.user_interrupt = True
+
+    h.setCallback(on_event, None)
+    h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
+    if mip_model:
+        h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+    h.setOptionValue("log_to_console", False)
+    h.setOptionValue("output_flag", True)  # lines reach the logging callback only
+    build = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    h.run()
+    elapsed = time.perf_counter() - t1
+    status = h.getModelStatus()
+    info = h.getInfo()
+    S = highspy.HighsModelStatus
+    common = dict(build_seconds=build, solve_seconds=elapsed, log="".join(log), start=used_start,
+                  root_bound=root["bound"])
+    if status == S.kInfeasible:
+        return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
+    has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    dual = float(info.mip_dual_bound) if mip_model else None
+    bound = dual if dual is not None and np.isfinite(dual) else None
+    if not has_plan:
+        msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
+               S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
+        return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    x = np.where(a.integer, np.rint(x), x)
+    objective = float(a.c @ x + a.c0)
+    if not mip_model and status == S.kOptimal:
+        bound = objective  # an LP solved to optimality
+    bad = bound_error(objective, bound)
+    if bad:
+        return SolveResult(Status.ERROR, "highs", message=bad, **common)
+    if bound is not None:
+        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
+    g = relative_gap(objective, bound)
+    proven = status == S.kOptimal and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
+    st = Status.OPTIMAL if proven else Status.FEASIBLE
+    msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
+                                    else "stopped at the target" if target is not None and objective <= target
+                                    else f"HiGHS status {h.modelStatusToString(status)}")
+    return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
