@@ -13,14 +13,14 @@ One place decides it, in this order:
 3. otherwise the **back end** (:func:`optimizer.solve.backends.solve`) with
    every second that is left.
 
-Under a time limit, a search that finds no plan in its share of the time
-(:data:`FIRST_SEARCH_SHARE`) is followed by the relax-and-fix heuristic
-(:mod:`optimizer.solve.heuristics`, :data:`HEURISTIC_SHARE` of what is
-left) and then by the back end again, started from the heuristic's plan;
-the result's message says so.
+Under a time limit, when the model without stability limits cannot be
+solved to optimality in its share (a large model), no exact stable search
+follows: the configurations are fixed to those that plan (or, without a
+plan, the LP relaxation) uses most, and the back end finds the best plan of
+that restriction with the time left, reported with the relaxation's bound
+and a message saying so.
 
-The time limit is the whole run's wall clock (docs/performance.md, "Time
-limit"): the caller passes the seconds already spent, and
+The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
 solve (plan tables and audit).
 """
@@ -35,7 +35,6 @@ import pandas as pd
 from ..model.presolve import Model
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
 from .feasibility import violations
-from .heuristics import relax_and_fix
 from .result import SolveResult, Status, relative_gap
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -50,10 +49,6 @@ STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
 #: more, for the solver to choose from (the most used alone can be the wrong choice when the plan
 #: without limits mixes them)
 EXTRA_CANDIDATES = 1
-#: under a time limit, the share of it a search may spend before, without a plan, the heuristic runs
-FIRST_SEARCH_SHARE = 0.5
-#: the share of what is left that the heuristic may use (the solver gets the rest)
-HEURISTIC_SHARE = 0.5
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -95,13 +90,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
-        result = solve_stable(model, solver, left, gap, threads)
-    elif start is None and left is not None:
-        result = backend_solve(model.mip, solver=solver, time_limit=FIRST_SEARCH_SHARE * left, gap=gap,
-                               threads=threads)
-        if result.status == Status.ERROR and result.x is None:
-            rest = max(1.0, left - (time.perf_counter() - t0 - lp.solve_seconds))
-            result = _heuristic_then_search(model, model.mip.arrays(), solver, rest, gap, threads, result)
+        result = solve_stable(model, solver, left, gap, threads, guide=lp.x)
     else:
         result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
     result.relaxation_bound = lp_bound
@@ -119,8 +108,8 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
     return max(1.0, share * (left - spent))
 
 
-def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None
-                 ) -> SolveResult:
+def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
+                 guide: np.ndarray | None = None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -132,6 +121,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
        gap), it is proven optimal with bound B.
     3. *Whole*: the stable model, started from stage 2's plan, with the
        time left; its bound is the better of its own and B.
+
+    Under a time limit, if stage 1 stops on the limit (a large model), the
+    configurations are fixed instead (:func:`_fixed_configurations`):
+    those stage 1's plan uses most, or, without a plan, those of the LP
+    relaxation ``guide``.
 
     On q3 the stable optimum equals the unlimited one (the price of
     stability is 0), so stage 2 proves it and stage 3 never runs
@@ -154,11 +148,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
-    if not first.status.has_plan:  # nothing within its share of the limit: a heuristic start for the whole
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-        if left is None:
-            return backend_solve(mip, solver=solver, gap=gap, threads=threads)
-        return _heuristic_then_search(model, a, solver, left, gap, threads, first)
+    if time_limit is not None and first.status != Status.OPTIMAL:
+        left = max(1.0, time_limit - (time.perf_counter() - t0))
+        x = first.x if first.status.has_plan else guide
+        return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds)
     bound = first.bound
 
     keep = _most_used(model, first.x)
@@ -197,7 +190,7 @@ def _copy(a):
                                row_hi=a.row_hi.copy())
 
 
-def _most_used(model: Model, x: np.ndarray) -> np.ndarray:
+def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndarray:
     """Per ``config-used`` variable: is its configuration among the N most used for its request class?
 
     Use is the traffic a configuration carries in the plan ``x`` over the
@@ -217,19 +210,32 @@ def _most_used(model: Model, x: np.ndarray) -> np.ndarray:
     cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
     cu = cu.merge(d.stability[["service", "max_configurations"]], on="service")
     cu["rank"] = cu.groupby(["service", "bucket"])["use"].rank(method="first", ascending=False)
-    return (cu["rank"] <= cu["max_configurations"] + EXTRA_CANDIDATES).to_numpy()
+    extra = EXTRA_CANDIDATES if extra is None else extra
+    return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
 
 
-def _heuristic_then_search(model: Model, a, solver: str, time_limit: float, gap: float, threads: int | None,
-                           failed: SolveResult) -> SolveResult:
-    """After a search without a plan: relax-and-fix for a start, then the solver from it with the rest."""
-    t0 = time.perf_counter()
-    x, note = relax_and_fix(model, a, solver, HEURISTIC_SHARE * time_limit, gap, threads)
-    if x is None:
-        failed.message = f"{failed.message}; no heuristic plan either ({note})"
-        return failed
-    left = max(1.0, time_limit - (time.perf_counter() - t0))
-    result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=x)
+def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
+                          threads: int | None, bound: float | None, spent: float) -> SolveResult:
+    """The stable model with each request class fixed to the N configurations ``x`` uses most.
+
+    A restriction: its plan is a stable plan, but its own bound proves
+    nothing for the stable model; the bound reported is ``bound`` (the
+    model without stability limits), and the driver raises it to the LP
+    relaxation's where that is higher.
+    """
+    mip = model.mip
+    ids = mip.variables["config-used"].ids
+    keep = _most_used(model, x, extra=0) if x is not None else np.ones(len(ids), bool)
+    fixed = _copy(a)
+    fixed.col_hi[ids[~keep]] = 0.0
+    fixed.col_lo[ids[keep]] = 1.0
+    result = backend_solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads, arrays=fixed)
+    result.solve_seconds += spent
     if result.status.has_plan:
-        result.message = f"{result.message}; first plan from {note}"
+        result.bound = None if bound is None else min(bound, result.objective)
+        result.gap = relative_gap(result.objective, result.bound)
+        proven = result.gap is not None and result.gap <= gap + 1e-12
+        result.status = Status.OPTIMAL if proven else Status.FEASIBLE
+        result.message = ("time limit: configurations fixed to those the plan without stability limits uses "
+                          "most (the bound is that plan's)")
     return result
