@@ -235,3 +235,27 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     plan = solve(copy.deepcopy(FLIP))
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert plan.result.bound == pytest.approx(1_100, rel=1e-6)
+
+
+def test_fixed_configurations_give_a_stable_plan_with_the_unlimited_bound(tmp_path):
+    # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
+    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200, reported with the
+    # unlimited plan's bound 700 (the restriction's own bound proves nothing), gap (1,200 − 700) / 1,200.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    free = driver._copy(a)
+    ids = model.mip.variables["config-used"].ids
+    free.col_lo[ids] = free.col_hi[ids] = 1.0
+    rows = model.mip.constraints["stability-configurations"]
+    free.row_hi[rows.start:rows.start + rows.size] = len(ids)
+    unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
+    assert unlimited.objective == pytest.approx(700)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
+    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
+    assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
+    assert "configurations fixed" in r.message
