@@ -148,6 +148,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
+    if time_limit is None and not first.status.has_plan:
+        return first  # the back end failed without a limit to blame (e.g. CP-SAT refusing the model)
     if time_limit is not None and first.status != Status.OPTIMAL:
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         x = first.x if first.status.has_plan else guide

@@ -146,6 +146,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                   root_bound=root["bound"])
     if status == S.kInfeasible:
         return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
+    if status == S.kModelEmpty:  # no variables (nothing to buy): the plan is empty, its cost the constant
+        return SolveResult(Status.OPTIMAL, "highs", objective=float(a.c0), bound=float(a.c0), gap=0.0,
+                           x=np.zeros(a.n_vars), message="optimal (empty model)", **common)
     has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
     dual = float(info.mip_dual_bound) if mip_model else None
     bound = dual if dual is not None and np.isfinite(dual) else None
