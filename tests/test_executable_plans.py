@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 import pytest
 
 from conftest import write_problem
@@ -259,3 +261,23 @@ def test_fixed_configurations_give_a_stable_plan_with_the_unlimited_bound(tmp_pa
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
     assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
     assert "configurations fixed" in r.message
+
+
+def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp_path, monkeypatch):
+    # The fixed configurations are a guess; when the guess admits no plan (here: every configuration
+    # forbidden, while FLIP has demand), the whole stable model is solved: FLIP's stable optimum 1,100
+    # (B in both periods would be 1,200; A in both 1,100); the whole model proves it, a bound above the
+    # unlimited plan's 700.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    n_configs = len(model.mip.variables["config-used"].ids)
+    monkeypatch.setattr(driver, "_most_used", lambda model, x, extra=None: np.zeros(n_configs, bool))
+    r = driver._fixed_configurations(model, a, np.zeros(a.n_vars), "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert r.status.has_plan and r.status != Status.INFEASIBLE
+    assert r.objective == pytest.approx(1_100)
+    assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)

@@ -231,7 +231,18 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     fixed = _copy(a)
     fixed.col_hi[ids[~keep]] = 0.0
     fixed.col_lo[ids[keep]] = 1.0
+    t0 = time.perf_counter()
     result = backend_solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads, arrays=fixed)
+    if result.status == Status.INFEASIBLE:
+        # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's;
+        # the whole stable model gets the time left
+        left = max(1.0, time_limit - (time.perf_counter() - t0))
+        whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, arrays=a)
+        whole.solve_seconds += result.solve_seconds + spent
+        if whole.status.has_plan and bound is not None and (whole.bound is None or whole.bound < bound):
+            whole.bound = min(bound, whole.objective)
+            whole.gap = relative_gap(whole.objective, whole.bound)
+        return whole
     result.solve_seconds += spent
     if result.status.has_plan:
         result.bound = None if bound is None else min(bound, result.objective)
