@@ -239,10 +239,10 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     assert plan.result.bound == pytest.approx(1_100, rel=1e-6)
 
 
-def test_fixed_configurations_give_a_stable_plan_with_the_unlimited_bound(tmp_path):
+def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
     # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
-    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200, reported with the
-    # unlimited plan's bound 700 (the restriction's own bound proves nothing), gap (1,200 − 700) / 1,200.
+    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200, the start of the
+    # whole stable model, which finds A in both, 1,100, and proves it.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
     from optimizer.solve import driver
@@ -257,10 +257,21 @@ def test_fixed_configurations_give_a_stable_plan_with_the_unlimited_bound(tmp_pa
     free.row_hi[rows.start:rows.start + rows.size] = len(ids)
     unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
     assert unlimited.objective == pytest.approx(700)
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("start") is not None, out.objective))
+        return out
+
+    monkeypatch.setattr(driver, "backend_solve", spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
-    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
-    assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
-    assert "configurations fixed" in r.message
+    assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
+    assert calls[1][0]  # the whole model, started from that plan
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "started from the plan with configurations fixed" in r.message
 
 
 def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp_path, monkeypatch):

@@ -16,9 +16,10 @@ One place decides it, in this order:
 Under a time limit, when the model without stability limits cannot be
 solved to optimality in its share (a large model), no exact stable search
 follows: the configurations are fixed to those that plan (or, without a
-plan, the LP relaxation) uses most, and the back end finds the best plan of
-that restriction with the time left, reported with the relaxation's bound
-and a message saying so.
+plan, the LP relaxation) uses most, the back end finds the best plan of
+that restriction, and any time left goes to the whole stable model started
+from it; the result is reported with the relaxation's bound and a message
+saying so.
 
 The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
@@ -244,11 +245,28 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             whole.gap = relative_gap(whole.objective, whole.bound)
         return whole
     result.solve_seconds += spent
-    if result.status.has_plan:
-        result.bound = None if bound is None else min(bound, result.objective)
-        result.gap = relative_gap(result.objective, result.bound)
-        proven = result.gap is not None and result.gap <= gap + 1e-12
-        result.status = Status.OPTIMAL if proven else Status.FEASIBLE
-        result.message = ("time limit: configurations fixed to those the plan without stability limits uses "
-                          "most (the bound is that plan's)")
-    return result
+    if not result.status.has_plan:
+        return result
+    result.bound = None if bound is None else min(bound, result.objective)
+    result.gap = relative_gap(result.objective, result.bound)
+    proven = result.gap is not None and result.gap <= gap + 1e-12
+    result.status = Status.OPTIMAL if proven else Status.FEASIBLE
+    result.message = ("time limit: configurations fixed to those the plan without stability limits uses "
+                      "most (the bound is that plan's)")
+    left = time_limit - (time.perf_counter() - t0)
+    if proven or left < 1.0:
+        return result
+    # the restriction finished early: the whole stable model, started from its plan, gets the rest
+    whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=result.x,
+                          arrays=a)
+    if not whole.status.has_plan or whole.objective >= result.objective:
+        return result
+    whole.solve_seconds += result.solve_seconds
+    if bound is not None and (whole.bound is None or whole.bound < bound):
+        whole.bound = min(bound, whole.objective)
+    whole.gap = relative_gap(whole.objective, whole.bound)
+    if whole.gap is not None and whole.gap <= gap + 1e-12:
+        whole.status = Status.OPTIMAL
+    whole.message = ("time limit: the whole stable model, started from the plan with configurations fixed "
+                     "to those the plan without stability limits uses most")
+    return whole
