@@ -81,7 +81,8 @@ def test_prices_positive_sourced_and_dated(offerings):
                 assert v is not None and v > 0, (o.id, f)
         else:
             assert o.price_per_hour is not None and o.price_per_hour > 0, o.id
-            assert o.max_units is None, f"{o.id}: no documented quota, leave max_units unset"
+        # supply: a quota with the sentence saying where it comes from (a default says it is one)
+        assert o.max_units is not None and o.quota_source and "(20" in o.quota_source, o.id
 
 
 def test_size_is_sensible(offerings):

@@ -30,13 +30,15 @@ from ..importers import gpu_name_map, load_catalogs, offering_row
 from ..importers.derive import DEFAULT_INTERRUPTION_BAND
 from ..importers.offerings import dump_offering_file, load_offering_file
 from ..importers.skypilot import import_skypilot
+from ..importers.topology import annotate, quota_rules, topology_rules
 from ..schema import PRICING_KINDS
 
 FORMATS = click.Choice(["table", "json", "csv"], case_sensitive=False)
 
 # Columns shown in the offerings table (JSON and CSV carry every field).
 OFFERING_TABLE = ["id", "provider", "gpu", "gpus_per_unit", "region", "pricing", "price_per_hour",
-                  "price_per_gpu_hour", "capex", "term_months", "date"]
+                  "price_per_gpu_hour", "capex", "term_months", "fabric", "fabric_gbps_per_gpu",
+                  "max_cluster_units", "max_units", "quota", "date"]
 OFFERING_KEYS = ["id", "provider", "gpu", "gpus_per_unit", "region", "pricing", "instance_type",
                  "price_per_hour", "price_per_gpu_hour"]
 GPU_TABLE = ["name", "vram_gb", "mem_bw_tbs", "bf16_dense_tflops", "fp8_dense_tflops", "tdp_w", "aliases"]
@@ -156,6 +158,9 @@ def _offering_rows(catalogs: tuple[str, ...]) -> list[dict]:
         row.setdefault("price_per_hour", None)
         row["price_per_gpu_hour"] = (round(off.price_per_hour / off.gpus_per_unit, 6)
                                      if off.price_per_hour is not None else None)
+        # where the supply figure comes from, in one word for the table (quota_source has the sentence)
+        if off.quota_source is not None:
+            row["quota"] = "default" if off.quota_source.lower().startswith("default") else "stated"
         ordered = {k: row.get(k) for k in OFFERING_KEYS}
         ordered.update({k: v for k, v in row.items() if k not in ordered})
         rows.append(ordered)
@@ -302,7 +307,8 @@ def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_s
     """Import a SkyPilot vms.csv (any cloud; columns read by name) into OUTPUT.
 
     One on-demand and one spot offering per instance type and region (the
-    cheapest zone). Accelerators that are not gpuopt GPU types, fractional GPU
+    cheapest zone), with the fabric and supply of catalogs/topology.csv and
+    catalogs/quotas.csv where a rule matches. Accelerators that are not gpuopt GPU types, fractional GPU
     counts and placeholder prices are reported on stderr, not imported.
     """
     out = Path(output)
@@ -320,8 +326,15 @@ def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_s
     offerings, report = import_skypilot(
         path, provider, date=date, gpus=keep_gpus, regions=keep_regions, spot=not no_spot,
         aliases=gmap, known_gpus=set(gmap.values()), interruption_band=interruption_band)
+    # topology and supply from catalogs/topology.csv and quotas.csv, as for the shipped catalog
+    topo, quotas = topology_rules(), quota_rules()
+    offerings = [annotate(o, topo, quotas) for o in offerings]
+    unmatched = sorted({o.instance_type or o.id for o in offerings if o.fabric is None})
     for line in report.lines():
         click.echo(line, err=True)
+    if unmatched:
+        click.echo(f"no topology rule for {len(unmatched)} instance type(s) (treated as stand-alone machines, "
+                   f"never joined into a cluster): {', '.join(unmatched[:10])}", err=True)
     if not offerings:
         raise InputError("nothing to import: no row maps to a gpuopt GPU type with a price", file=str(path))
     used_date = offerings[0].date

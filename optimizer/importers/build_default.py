@@ -2,15 +2,17 @@
 
 A maintainer tool, not used at run time::
 
-    python -m optimizer.importers.build_default --data /path/to/shared/data [--out catalogs/offerings]
+    python -m optimizer.importers.build_default [--data catalogs/sources] [--out catalogs/offerings]
 
-``--data`` holds the research data the catalog is sourced from:
-``skypilot-catalog/<cloud>/vms.csv`` (SkyPilot price snapshots, provenance in
-``skypilot-catalog/SOURCES.md``) and ``finance_defaults.csv``. Derived numbers
-(reserved prices, spot interruption rates, owned capex and fixed costs) use
-the named defaults in ``catalogs/finance_defaults.csv``; every derivation is
-written into the offering's ``source`` or ``notes`` and documented in
-``docs/catalog.md``.
+``--data`` (default ``catalogs/sources``, shipped) holds the data the catalog is
+sourced from: ``skypilot-catalog/<cloud>/vms.csv`` (SkyPilot price snapshots,
+provenance in ``skypilot-catalog/SOURCES.md``) and ``finance_defaults.csv``
+(research notes' price figures). Derived numbers (reserved prices, spot
+interruption rates, owned capex and fixed costs) use the named defaults in
+``catalogs/finance_defaults.csv``; every derivation is written into the
+offering's ``source`` or ``notes`` and documented in ``docs/catalog.md``.
+Topology and supply come last, from ``catalogs/topology.csv`` and
+``catalogs/quotas.csv`` (:mod:`optimizer.importers.topology`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from ..schema import Offering
 from .derive import interruptions_per_hour, sig, owned_capex, owned_fixed_per_month, reserved_price
 from .offerings import dump_offering_file, gpu_name_map
 from .skypilot import import_skypilot
+from .topology import annotate, quota_rules, topology_rules
 
 # --- SkyPilot snapshots: provenance (SOURCES.md) and observation dates -------------------------
 # date = when the price was observed. SOURCES.md dates the GCP/Azure mirror (2026-05-20); for the
 # other files it names only the index commit, so the date is the month the copy was taken into
-# gpuopt's shared data (2026-11), an upper bound, unless a dated source shows the same prices.
+# catalogs/sources (2026-11), an upper bound, unless a dated source shows the same prices.
 SNAPSHOTS = {
     "aws": ("skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv (index commit 00148f2a, partial GPU "
             "subset)", "2026-11",
@@ -94,12 +97,12 @@ SPOT_BANDS = {
 CUD = {"aws": "cud_aws", "gcp": "cud_gcp", "azure": "cud_azure"}
 
 # Nebius: per-GPU prices from nebius.com/prices (2026-09) via silybench-data, as carried in the
-# shared finance_defaults.csv row nebius_h100 (value and notes). (gpu, gpus, $/GPU-h, label)
+# catalogs/sources/finance_defaults.csv row nebius_h100 (value and notes). (gpu, gpus, $/GPU-h, label)
 NEBIUS = [("H100-SXM", 8, 3.85, "h100"), ("H200", 8, 4.50, "h200"), ("B200", 8, 7.15, "b200"),
           ("L40S", 1, 1.55, "l40s")]
 
-# Crusoe: the one spot price among the neocloud MI300X prices carried in the shared
-# finance_defaults.csv row mi300x_neocloud ("Crusoe spot $1.71", USD per GPU-hour, 2026-05).
+# Crusoe: the one spot price among the neocloud MI300X prices carried in the
+# catalogs/sources/finance_defaults.csv row mi300x_neocloud ("Crusoe spot $1.71", USD per GPU-hour, 2026-05).
 # The source names no instance shape and no region: the unit is one GPU (the source's own unit)
 # and the region is "unspecified". (gpu, gpus, $/GPU-h, label, text that must be in the row's source)
 CRUSOE_SPOT = ("MI300X", 1, 1.71, "mi300x", "Crusoe spot $1.71")
@@ -121,7 +124,7 @@ def _defaults() -> dict[str, tuple[float, str, str]]:
     return {r["name"]: (float(r["value"]), str(r["source"]), str(r["date"])) for _, r in table.iterrows()}
 
 
-def _shared_finance(data: Path) -> dict[str, dict[str, str]]:
+def _source_figures(data: Path) -> dict[str, dict[str, str]]:
     with open(data / "finance_defaults.csv", newline="", encoding="utf-8") as f:
         return {r["item"]: r for r in csv.DictReader(f)}
 
@@ -133,7 +136,7 @@ def _r(x: float, nd: int = 4) -> float:
 def build(data: Path) -> dict[str, list[Offering]]:
     """All shipped offerings, per provider file name."""
     fin = _defaults()
-    shared = _shared_finance(data)
+    figures = _source_figures(data)
     aliases = gpu_name_map()
     known = set(aliases.values())
     out: dict[str, list[Offering]] = {}
@@ -142,7 +145,7 @@ def build(data: Path) -> dict[str, list[Offering]]:
         origin, date, note = SNAPSHOTS[provider]
         path = data / "skypilot-catalog" / provider / "vms.csv"
         offs, _ = import_skypilot(path, provider, date=date, aliases=aliases, known_gpus=known)
-        rel = f"shared data skypilot-catalog/{provider}/vms.csv = {origin}"
+        rel = f"catalogs/sources/skypilot-catalog/{provider}/vms.csv = {origin}"
         by_key: dict[tuple[str, str, str], Offering] = {}
         for o in offs:
             by_key[(o.instance_type, o.region, o.pricing)] = o
@@ -187,13 +190,13 @@ def build(data: Path) -> dict[str, list[Offering]]:
         out[provider] = chosen
 
     # Nebius (no SkyPilot snapshot here): finance_defaults.csv nebius_h100 row.
-    row = shared["nebius_h100"]
+    row = figures["nebius_h100"]
     neb: list[Offering] = []
     for gpu, n, per_gpu, label in NEBIUS:
         neb.append(Offering(
             id=f"nebius-{label}-{n}x-eu-north1-od", provider="nebius", gpu=gpu, gpus_per_unit=n,
             region="eu-north1", pricing="on_demand", price_per_hour=_r(per_gpu * n),
-            source=(f"shared finance_defaults.csv nebius_h100 ({row['source']}; notes: {row['notes']}); "
+            source=(f"catalogs/sources/finance_defaults.csv nebius_h100 ({row['source']}; notes: {row['notes']}); "
                     f"{per_gpu:g} USD/GPU-hour x {n} GPUs"),
             date="2026-09",
             notes=("per-GPU list price times GPUs per VM; region eu-north1 (Finland) assumed: the source "
@@ -202,7 +205,7 @@ def build(data: Path) -> dict[str, list[Offering]]:
     out["nebius"] = neb
 
     # Crusoe (no SkyPilot snapshot): the Crusoe spot price in finance_defaults.csv mi300x_neocloud.
-    row = shared["mi300x_neocloud"]
+    row = figures["mi300x_neocloud"]
     gpu, n, per_gpu, label, quoted = CRUSOE_SPOT
     if quoted not in row["source"]:
         raise SystemExit(f"finance_defaults.csv mi300x_neocloud no longer quotes {quoted!r}: {row['source']!r}")
@@ -211,7 +214,7 @@ def build(data: Path) -> dict[str, list[Offering]]:
         id=f"crusoe-{label}-{n}x-unspecified-spot", provider="crusoe", gpu=gpu, gpus_per_unit=n,
         region="unspecified", pricing="spot", price_per_hour=_r(per_gpu * n),
         interruptions_per_hour=sig(interruptions_per_hour(band)),
-        source=(f"shared finance_defaults.csv mi300x_neocloud ({row['source']}; notes: {row['notes']}); "
+        source=(f"catalogs/sources/finance_defaults.csv mi300x_neocloud ({row['source']}; notes: {row['notes']}); "
                 f"{per_gpu:g} USD/GPU-hour x {n} GPU; interruptions_per_hour derived: -ln(1 - {band:g}) / 730, "
                 "default band (catalogs/finance_defaults.csv spot_interruption_band_monthly)"),
         date="2026-05",
@@ -254,7 +257,13 @@ def build(data: Path) -> dict[str, list[Offering]]:
         fixed = owned_fixed_per_month(max_kw, v["colocation_per_kw_month"], node_price,
                                       v["maintenance_fraction_per_year"], n, v["staff_per_gpu_year"])
         assert abs(fixed - (colo + maint + staff)) < 1e-6
+        # a field is flagged as assumed when the default it mostly rests on is marked as an assumption
+        # in catalogs/finance_defaults.csv (the loader warns when allow.buy enables such an offering)
+        rests_on = {"capex": price_key, "fixed_per_month": "maintenance_fraction_per_year",
+                    "idle_power_fraction": "idle_power_fraction"}
+        assumed = [f for f, key in rests_on.items() if fin[key][1].lower().startswith("assumption")]
         owned.append(Offering(
+            assumed=assumed or None,
             id=f"owned-{stem}-dc1", provider="owned", gpu=gpu, gpus_per_unit=n, region="dc1",
             pricing="owned", capex=_r(capex, 0), lifetime_years=v["lifetime_years"],
             residual_fraction=v["residual_fraction"], power_kw=_r(power_kw, 3),
@@ -290,10 +299,13 @@ HEADERS = {
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", required=True, type=Path, help="shared research data directory")
+    ap.add_argument("--data", type=Path, default=_catalog.CATALOG_DIR / "sources",
+                    help="source data directory (default: catalogs/sources)")
     ap.add_argument("--out", type=Path, default=_catalog.CATALOG_DIR / "offerings")
     args = ap.parse_args(argv)
     files = build(args.data)
+    topo, quotas = topology_rules(), quota_rules()  # catalogs/topology.csv, catalogs/quotas.csv
+    files = {p: [annotate(o, topo, quotas) for o in offs] for p, offs in files.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     for provider, offs in files.items():
         header = HEADERS.get(provider, (

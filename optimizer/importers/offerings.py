@@ -198,8 +198,9 @@ class _Dumper(yaml.SafeDumper):
 _ORDER = ("id", "provider", "gpu", "gpus_per_unit", "region", "pricing", "instance_type",
           "price_per_hour", "interruptions_per_hour", "upfront", "term_months", "capex",
           "lifetime_years", "residual_fraction", "power_kw", "idle_power_fraction", "pue",
-          "electricity_per_kwh", "fixed_per_month", "existing_units", "max_units", "source",
-          "date", "notes")
+          "electricity_per_kwh", "fixed_per_month", "existing_units", "billing", "unit_link", "fabric",
+          "fabric_gbps_per_gpu", "max_cluster_units", "max_units", "quota_source", "source", "date",
+          "notes", "assumed")
 
 
 def dump_offering_file(path: str | Path, offerings: list[Offering], *, provider: str | None = None,
@@ -209,7 +210,8 @@ def dump_offering_file(path: str | Path, offerings: list[Offering], *, provider:
     rows = []
     for off in offerings:
         row = offering_row(off)
-        rows.append({k: row[k] for k in _ORDER if k in row})
+        # the usual order first; a field the order does not know yet is written too, never dropped
+        rows.append({k: row[k] for k in (*_ORDER, *sorted(set(row) - set(_ORDER))) if k in row})
     doc: dict = {}
     if provider is not None:
         doc["provider"] = provider
