@@ -16,8 +16,9 @@ training
     on the fabric: its row leaves ``gpus_per_node`` and ``fabric_gbps_per_gpu``
     empty and applies to every offering whose units hold it. A cluster over
     several nodes has one row per link profile (GPUs per node, fabric
-    bandwidth per GPU) some offering of its GPU type has; a measured profile
-    applies to every offering its cluster can be placed on.
+    bandwidth per GPU) some offering of its GPU type has, its hours sized on
+    that fabric (a slower fabric, more hours); a measured profile applies to
+    every offering its cluster can be placed on.
 """
 
 from __future__ import annotations
@@ -107,18 +108,6 @@ def link_profiles(problem: Problem) -> pd.DataFrame:
     return lp.drop_duplicates().reset_index(drop=True)
 
 
-def _per_link(df: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
-    """One row per cluster that fits in one node of some offering (any link), and one per link profile
-    with a fabric for clusters larger than its node."""
-    biggest = links.groupby("gpu")["gpus_per_node"].max()
-    single = df[df["gpus"] <= df["gpu"].map(biggest).fillna(0)].assign(gpus_per_node=np.nan,
-                                                                          fabric_gbps_per_gpu=np.nan)
-    fab = links[links["fabric_gbps_per_gpu"].notna()]
-    multi = df.merge(fab, on="gpu")
-    multi = multi[multi["gpus"] > multi["gpus_per_node"]]
-    return pd.concat([single, multi], ignore_index=True)
-
-
 def _sized(kind: str, workload, offered: list[str], reference, links: pd.DataFrame | None = None) -> pd.DataFrame:
     """Analytic candidates of one service (``kind="inference"``) or job, as a candidate table."""
     from . import sizing
@@ -128,8 +117,8 @@ def _sized(kind: str, workload, offered: list[str], reference, links: pd.DataFra
         df = sizing.inference_candidates(workload, offered, models=models, gpus=gpus, eff=eff)
         df, columns = df.assign(service=workload.name), INFERENCE_COLUMNS
     else:
-        df = sizing.training_candidates(workload, offered, models=models, gpus=gpus, eff=eff)
-        df, columns = _per_link(df, links).assign(job=workload.name), TRAINING_COLUMNS
+        df = sizing.training_candidates(workload, offered, models=models, gpus=gpus, eff=eff, links=links)
+        df, columns = df.assign(job=workload.name), TRAINING_COLUMNS
     df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
     return df[columns]
 

@@ -96,7 +96,7 @@ def test_training_candidates(ref):
     job = schema.TrainingJob(name="pt", model="llama-3.1-70b", tokens=1e11, deadline_month=1,
                              cluster_gpus=[8, 16, 32, 64, 128])
     df = training_candidates(job, OFFERED, models=models, gpus=gpus, eff=eff)
-    assert list(df.columns[:4]) == ["gpu", "gpus", "precision", "hours"]
+    assert list(df.columns[:6]) == ["gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours"]
     assert {"tokens_per_s", "mfu", "vram_gb_per_gpu", "layout"} <= set(df.columns)
     assert (df["hours"] > 0).all() and (df["precision"] == "bf16").all()
     assert set(df["gpus"]) <= {8, 16, 32, 64, 128}
@@ -150,3 +150,47 @@ def test_candidate_generation_is_fast(ref):
     n = sum(len(inference_candidates(s, OFFERED, models=models, gpus=gpus, eff=eff)) for s in services)
     assert n > 0
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_slow_fabric_lengthens_a_multi_node_job_by_its_exposed_data_parallel_traffic(ref):
+    # One layout, computed by hand from the sizing's formula (docs/sizing.md, "Training"): llama-3.1-8b
+    # on 16 H100 as 2 nodes of 8, layout tp1 pp1 dp16 zero1 no recompute. Per step every GPU sends
+    # 2 x P x 2 bytes x (d - 1)/d of gradients (ring all-reduce, bf16), at the fabric's Gbit/s / 8 x
+    # train_comm_bw_fraction; what train_dp_comm_overlap x compute cannot hide adds to the step.
+    from optimizer.sizing.architecture import arch_stats
+    from optimizer.sizing.training import Network, layouts
+
+    models, gpus, eff = ref
+    arch, h100 = models["llama-3.1-8b"], gpus["H100-SXM"]
+    fast = layouts(arch, h100, 16, "bf16", eff, Network(8, 400.0))
+    slow = layouts(arch, h100, 16, "bf16", eff, Network(8, 12.5))
+    i = next(k for k in range(len(fast["t"])) if (fast["t"][k], fast["p"][k], fast["d"][k], fast["zero"][k],
+                                                  fast["recompute"][k]) == (1, 1, 16, 1, "none"))
+    P = arch_stats(arch).params_total
+    volume = 2 * P * 2 * 15 / 16                                   # bytes per GPU per step
+    comm_fast = volume / (400e9 / 8 * eff["train_comm_bw_fraction"])
+    comm_slow = volume / (12.5e9 / 8 * eff["train_comm_bw_fraction"])
+    batch = max(eff["train_global_batch_tokens"], 16 * eff["train_sequence_tokens"] * eff["train_micro_batch_seqs"])
+    step_fast = batch / fast["tokens_per_s"][i]
+    hide = eff["train_dp_comm_overlap"]
+    # at 400 Gbit/s the traffic is hidden (so step_fast is the compute step); at 12.5 it is not
+    assert comm_fast <= hide * step_fast
+    expected_step_slow = step_fast + (comm_slow - hide * step_fast)
+    assert batch / slow["tokens_per_s"][i] == pytest.approx(expected_step_slow, rel=1e-9)
+
+
+def test_training_candidates_are_sized_per_fabric(ref):
+    # two ways to join H100 nodes of 8: 400 and 12.5 Gbit/s per GPU. A 16-GPU cluster gets a row for
+    # each, the slow one no faster; an 8-GPU cluster fits one node and gets one row without a fabric.
+    import pandas as pd
+
+    models, gpus, eff = ref
+    links = pd.DataFrame({"gpu": ["H100-SXM", "H100-SXM", "H100-SXM"], "gpus_per_node": [8.0, 8.0, 1.0],
+                          "fabric_gbps_per_gpu": [400.0, 12.5, float("nan")]})
+    job = schema.TrainingJob(name="pt", model="llama-3.1-8b", tokens=1e10, deadline_month=1, cluster_gpus=[8, 16])
+    df = training_candidates(job, ["H100-SXM"], models=models, gpus=gpus, eff=eff, links=links)
+    one = df[df["gpus"] == 8]
+    assert len(one) == 1 and one["gpus_per_node"].isna().all()
+    two = df[df["gpus"] == 16].set_index("fabric_gbps_per_gpu")["hours"]
+    assert set(two.index) == {400.0, 12.5}
+    assert two[12.5] > two[400.0]

@@ -99,12 +99,21 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, outpu
 @_common
 @click.option("--tokens", "-t", type=click.FloatRange(min=0, min_open=True), required=True,
               help="Training tokens (e.g. 1e11).")
-def training(model, gpu, gpus, precision, fmt, efficiency, tokens):
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None,
+              help="GPUs per machine. Default: train_scaling_base_gpus (8).")
+@click.option("--fabric-gbps", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Fabric between machines, Gbit/s per GPU (infiniband/efa/roce 400; 12.5 for 100 Gbit/s "
+                   "Ethernet shared by 8 GPUs). Default: train_network_gbs_per_gpu x 8.")
+def training(model, gpu, gpus, precision, fmt, efficiency, tokens, gpus_per_node, fabric_gbps):
     """A training run of TOKENS tokens on a cluster of GPUS GPUs."""
     from ..sizing import estimate_training, resolve_gpu, resolve_model
+    from ..sizing.training import Network, default_network
 
     models, gpu_table, eff = _reference(efficiency)
     arch = resolve_model(model, models, field="--model")
     spec = resolve_gpu(gpu, gpu_table, field="--gpu")
-    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff)
+    base = default_network(gpus, eff)
+    net = Network(gpus_per_node or base.gpus_per_node, fabric_gbps or base.fabric_gbps_per_gpu)
+    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net)
+    r["gpus_per_node"], r["fabric_gbps_per_gpu"] = net.gpus_per_node, net.fabric_gbps_per_gpu
     _emit(r, fmt, ["fits", "vram_gb_per_gpu", "tokens_per_s", "hours", "mfu", "layout"])

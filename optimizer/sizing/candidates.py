@@ -18,13 +18,14 @@ from .architecture import ModelArch, load_models, resolve_model
 from .efficiency import Efficiency, load_efficiency
 from .hardware import GpuSpec, load_gpus, resolve_gpu
 from .inference import best_point, replica
-from .training import estimate_training
+from .training import Network, estimate_training
 
 TP_DEGREES = (1, 2, 4, 8)
 
 INFERENCE_COLUMNS = ["gpu", "gpus", "precision", "bucket", "rps", "max_batch", "ttft_ms", "tpot_ms",
                      "vram_gb_per_gpu"]
-TRAINING_COLUMNS = ["gpu", "gpus", "precision", "hours", "tokens_per_s", "mfu", "vram_gb_per_gpu", "layout"]
+TRAINING_COLUMNS = ["gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours", "tokens_per_s", "mfu",
+                    "vram_gb_per_gpu", "layout"]
 
 
 def load_reference(problem: schema.ProblemFile, file: str) -> tuple[dict[str, ModelArch], dict[str, GpuSpec], Efficiency]:
@@ -120,14 +121,25 @@ def _prune_dominated(rows: list[tuple]) -> list[tuple]:
 
 
 def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models: dict, gpus: dict,
-                        eff) -> pd.DataFrame:
-    """Cluster configurations that fit, with wall-clock hours at full speed.
+                        eff, links: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Cluster configurations that fit, with wall-clock hours at full speed, per way of joining GPUs.
+
+    ``links`` (columns ``gpu, gpus_per_node, fabric_gbps_per_gpu``; one row
+    per way an offering joins GPUs of that type, the fabric empty for none)
+    says where a cluster can run. A cluster that fits in one node of some
+    offering of its GPU type gets one row, sized inside a node
+    (``gpus_per_node`` and ``fabric_gbps_per_gpu`` empty). A larger cluster
+    gets one row per link profile with a fabric and smaller nodes, sized on
+    that fabric: its data-parallel traffic crosses the fabric at its
+    bandwidth, so a slow fabric gives more hours. Without ``links`` every
+    cluster is sized on the named defaults (:func:`default_network`).
 
     Returns
     -------
     DataFrame
-        One row per (gpu, gpus) with ``precision`` (the job's), ``hours``
-        (to train ``job.tokens`` without interruptions), and the info columns
+        One row per (gpu, gpus, link profile) with ``precision`` (the
+        job's), ``hours`` (to train ``job.tokens`` without interruptions),
+        ``gpus_per_node``, ``fabric_gbps_per_gpu`` and the info columns
         ``tokens_per_s`` (cluster), ``mfu``, ``vram_gb_per_gpu``, ``layout``.
     """
     arch = resolve_model(job.model, models, field=f"training[{job.name}].model")
@@ -137,10 +149,31 @@ def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models
         if not gpu.supports_training(job.precision):
             continue
         for n in sorted(set(job.cluster_gpus)):
-            r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff)
-            if r["fits"]:
-                rows.append((gpu.name, n, job.precision, r["hours"], r["tokens_per_s"], r["mfu"],
-                             r["vram_gb_per_gpu"], r["layout"]))
+            for node, gbps in _networks(links, gpu.name, n):
+                if node is None:
+                    net = None  # the named defaults
+                elif np.isnan(node):
+                    net = Network(n)  # inside one node
+                else:
+                    net = Network(int(node), gbps)
+                r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff, net)
+                if r["fits"]:
+                    rows.append((gpu.name, n, job.precision, node, gbps, r["hours"], r["tokens_per_s"], r["mfu"],
+                                 r["vram_gb_per_gpu"], r["layout"]))
     if not rows:
         return _empty(TRAINING_COLUMNS)
     return pd.DataFrame(rows, columns=TRAINING_COLUMNS)
+
+
+def _networks(links: pd.DataFrame | None, gpu: str, n: int) -> list[tuple[float | None, float | None]]:
+    """(gpus_per_node, fabric Gbit/s per GPU) of each way a cluster of ``n`` ``gpu`` can be joined;
+    ``(None, None)`` for the default network (no ``links``); ``(nan, nan)`` for one node."""
+    if links is None:
+        return [(None, None)]
+    mine = links[links["gpu"] == gpu]
+    out: list[tuple[float | None, float | None]] = []
+    if (mine["gpus_per_node"] >= n).any():
+        out.append((np.nan, np.nan))
+    fab = mine[mine["fabric_gbps_per_gpu"].notna() & (mine["gpus_per_node"] < n)]
+    out.extend(zip(fab["gpus_per_node"].astype(float), fab["fabric_gbps_per_gpu"].astype(float)))
+    return out

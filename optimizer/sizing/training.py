@@ -23,13 +23,15 @@ Time::
     scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
     bubble     = (m + p - 1) / m,  m = global batch sequences / (micro-batch x d)
     DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes per step over the network (NVLink
-                 inside one node), hidden behind train_dp_comm_overlap x compute, the rest exposed
+                 inside one node, else the fabric's Gbit/s per GPU / 8), hidden behind
+                 train_dp_comm_overlap x compute, the rest exposed
     hours      = tokens / tokens per second / 3600
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -63,18 +65,48 @@ def training_mfu(gpu: GpuSpec, eff: Efficiency) -> float:
     return eff[key] if key in eff else eff["train_mfu_ampere"]
 
 
-def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency) -> dict:
+@dataclass(frozen=True)
+class Network:
+    """How a training cluster's GPUs are joined.
+
+    ``gpus_per_node`` GPUs share a node (NVLink, Infinity Fabric or PCIe:
+    the GPU's own link bandwidth); nodes are joined by a fabric of
+    ``fabric_gbps_per_gpu`` Gbit/s per GPU and direction (``None``: the
+    cluster is one node). Tensor parallelism stays inside a node.
+    """
+
+    gpus_per_node: int
+    fabric_gbps_per_gpu: float | None = None
+
+    def link_bytes_s(self, gpu: GpuSpec, gpus: int) -> float:
+        """Bandwidth per GPU for data-parallel traffic: the GPU's link inside one node, else the
+        slower of that and the fabric (Gbit/s / 8 = GB/s)."""
+        if gpus <= self.gpus_per_node or self.fabric_gbps_per_gpu is None:
+            return gpu.link_bytes_s
+        return min(gpu.link_bytes_s, self.fabric_gbps_per_gpu * 1e9 / 8.0)
+
+
+def default_network(gpus: int, eff: Efficiency) -> Network:
+    """Without an offering to say how GPUs are joined: nodes of ``train_scaling_base_gpus`` GPUs on a
+    fabric of ``train_network_gbs_per_gpu`` GB/s per GPU (the named defaults)."""
+    return Network(int(eff["train_scaling_base_gpus"]), eff["train_network_gbs_per_gpu"] * 8.0)
+
+
+def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency,
+            network: Network | None = None) -> dict:
     """Every layout for ``gpus`` GPUs with its memory per GPU and throughput (arrays).
 
+    ``network`` says how the GPUs are joined (default: :func:`default_network`).
     Returns a dict of equal-length arrays: ``t, p, d, zero, recompute``,
     ``vram_bytes`` (per GPU), ``fits``, ``tokens_per_s`` (cluster).
     """
+    network = network or default_network(gpus, eff)
     st = arch_stats(arch)
     L, h, V = arch.layers, arch.hidden_size, arch.vocab_size
     s = eff["train_sequence_tokens"]
     b = eff["train_micro_batch_seqs"]
     grid = []
-    for t in _pow2_upto(min(gpus, int(eff["train_max_tp"]), arch.heads)):
+    for t in _pow2_upto(min(gpus, int(eff["train_max_tp"]), arch.heads, network.gpus_per_node)):
         for p in _pow2_upto(min(gpus // t, L)):
             d = gpus // (t * p)
             for zero in ((1, 3) if d > 1 else (1,)):
@@ -125,9 +157,7 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     # a share of the step's compute, the rest exposed.
     grad_b = 4.0 if precision == "fp32" else 2.0
     volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (d - 1) / d
-    link = gpu.link_bytes_s if gpus <= eff["train_scaling_base_gpus"] else \
-        min(gpu.link_bytes_s, eff["train_network_gbs_per_gpu"] * 1e9)
-    dp_comm = volume / (link * eff["train_comm_bw_fraction"])
+    dp_comm = volume / (network.link_bytes_s(gpu, gpus) * eff["train_comm_bw_fraction"])
     exposed = np.maximum(0.0, dp_comm - eff["train_dp_comm_overlap"] * compute_step)
     tokens_per_s = batch_tokens / (compute_step + exposed)
     return {"t": t.astype(int), "p": p.astype(int), "d": d.astype(int), "zero": zero.astype(int),
@@ -135,8 +165,11 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
 
 
 def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
-                      eff: Efficiency) -> dict:
+                      eff: Efficiency, network: Network | None = None) -> dict:
     """One configuration: the ``gpuopt estimate training`` result.
+
+    ``network``: how the cluster's GPUs are joined (default:
+    :func:`default_network`, the named defaults).
 
     Returns ``fits``, ``vram_gb_per_gpu``, ``tokens_per_s`` (whole
     cluster), ``hours``, ``mfu`` (model FLOPs utilisation against the dense
@@ -148,7 +181,7 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
     if not gpu.supports_training(precision):
         out["reason"] = f"{precision} training is not supported on {gpu.name}"
         return out
-    lay = layouts(arch, gpu, gpus, precision, eff)
+    lay = layouts(arch, gpu, gpus, precision, eff, network)
     if not lay["fits"].any():
         i = int(np.argmin(lay["vram_bytes"]))
         out["vram_gb_per_gpu"] = round(float(lay["vram_bytes"][i]) / 1e9, 3)
