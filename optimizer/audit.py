@@ -18,13 +18,12 @@ import numpy as np
 import pandas as pd
 
 from .load import provider_allowed
+from .schema import PAY_PER_HOUR
 
 #: tolerance of every comparison, relative to the size of the numbers compared
 TOL = 1e-6
 HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
-#: pricing kinds rented period by period (the same set the model names RENTED_KINDS)
-RENTED = ("on_demand", "spot")
 
 
 def _close(a: float, b: float, rel: float = 1e-6, abs_: float = 1e-4) -> bool:
@@ -181,7 +180,7 @@ def _placement(plan, d: _Data) -> list[str]:
             v.append(f"training {r.job}: on spot without spot: true")
         if not provider_allowed(j.providers, o["provider"] if isinstance(o["provider"], str) else None):
             v.append(f"training {r.job}: provider {o['provider']} not allowed")
-        if r.mode == "hourly" and o["pricing"] not in RENTED:
+        if r.mode == "hourly" and o["pricing"] not in PAY_PER_HOUR:
             v.append(f"training {r.job}: rented by the hour on a {o['pricing']} offering")
         machines = d.machines(r.offering, r.gpus)
         if machines > 1 and o["fabric"] == "none":
@@ -283,7 +282,7 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
         if _over(float(r.units), d.quota(r.offering)):
             v.append(f"units {r.offering}: {r.units} > max_units {o['max_units']:g}")
     for r in plan.usage.itertuples():
-        if r.pricing in RENTED and r.units > 0:
+        if r.pricing in PAY_PER_HOUR and r.units > 0:
             held[(r.offering, r.period)] = held.get((r.offering, r.period), 0.0) + float(r.units)
     return held
 
@@ -312,9 +311,9 @@ def _capacity(plan, d: _Data, held: dict) -> list[str]:
             v.append(f"training {r.job} on {r.offering}: billed {r.billed_units} units, not {billed}")
     q = hourly.assign(avg=hourly["billed_units"] * hourly["hours"] / hourly["period"].map(d.P["hours"]))
     avg = q.groupby(["offering", "period"])["avg"].sum()
-    rented_keys = {k for k in held if d.O.at[k[0], "pricing"] in RENTED} | set(avg.index)
+    rented_keys = {k for k in held if d.O.at[k[0], "pricing"] in PAY_PER_HOUR} | set(avg.index)
     for (o, p) in sorted(rented_keys):
-        run = held.get((o, p), 0.0) if d.O.at[o, "pricing"] in RENTED else 0.0
+        run = held.get((o, p), 0.0) if d.O.at[o, "pricing"] in PAY_PER_HOUR else 0.0
         if _over(run + float(avg.get((o, p), 0.0)), d.quota(o)):
             v.append(f"quota {o}/{p}: {run:g} units running + {float(avg.get((o, p), 0.0)):g} hourly > max_units")
     for r in q.itertuples():
@@ -368,7 +367,7 @@ def _costs(plan, d: _Data, held: dict) -> list[str]:
     disc = {p: d.discount(P.at[p, "month"]) for p in P.index}
     # rented units running, whole periods
     for (o, p), n in held.items():
-        if O.at[o, "pricing"] in RENTED:
+        if O.at[o, "pricing"] in PAY_PER_HOUR:
             c = n * d.unit_price(o) * float(P.at[p, "hours"])
             cost, pv = cost + c, pv + c * disc[p]
     tr = plan.training

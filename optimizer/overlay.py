@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError, suggest
+from .schema import PRICING_KINDS
 from .yamlio import parse_yaml
 
 _SET = re.compile(r"^\s*(?P<path>[^=*]+?)\s*(?P<op>\*?=)\s*(?P<value>.*)$")
 _PART = re.compile(r"^(?P<key>[A-Za-z_][\w\-]*)(?:\[(?P<sel>[^\]]+)\])?$")
 
-PRICING_KINDS = ("on_demand", "spot", "reserved", "owned")
 #: Offering fields a ``--scale`` selector may multiply (``price`` is short for price_per_hour).
 OFFERING_TARGETS = ("price_per_hour", "capex", "upfront", "electricity_per_kwh", "power_kw",
                     "fixed_per_month", "interruptions_per_hour")

@@ -17,9 +17,10 @@ import pandas as pd
 
 from .candidates import Candidates
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
-from .model.formulation import (COMMITTED_KINDS, HOURLY, RENTED_KINDS, ModelData, after_horizon_months,
+from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months,
                                 discount_factors, horizon_end_month, monthly_flow_pv, period_blocks)
 from .model.mip import MIP
+from .schema import PAY_PER_HOUR
 from .model.presolve import Model
 from .solve.result import SolveResult, Status
 
@@ -342,7 +343,7 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
         return rows["offering"].map(O[col])
 
     # rented units running for the whole period (inference, and clusters sharing them)
-    u = plan.usage[plan.usage["pricing"].isin(RENTED_KINDS) & (plan.usage["units"] > 0)]
+    u = plan.usage[plan.usage["pricing"].isin(PAY_PER_HOUR) & (plan.usage["units"] > 0)]
     c = u["units"] * on(u, "price") * u["period"].map(P["hours"])
     add(0, u, "rental", "", c, c * u["period"].map(disc))
     # training: clusters rented by the hour pay their billed units for the hours they run; clusters on

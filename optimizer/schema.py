@@ -15,6 +15,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PRICING_KINDS = ("on_demand", "spot", "reserved", "owned")
+#: pricing kinds paid by the hour used, with no commitment (a rented unit is billed only while held)
+PAY_PER_HOUR = ("on_demand", "spot")
+#: pricing kinds not owned: paid per hour, with or without a term (everything but a purchase)
+RENTED_OR_RESERVED = ("on_demand", "spot", "reserved")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 OBJECTIVES = ("cost", "npv")
 
@@ -157,7 +161,7 @@ class Offering(Strict):
                              "fabric is none (one unit per cluster)")
         if self.fabric == "none" and self.fabric_gbps_per_gpu is not None:
             raise ValueError("fabric_gbps_per_gpu is given but fabric is none")
-        if self.billing is not None and self.pricing not in ("on_demand", "spot"):
+        if self.billing is not None and self.pricing not in PAY_PER_HOUR:
             raise ValueError(f"billing applies only to pricing on_demand or spot, not {self.pricing}")
         if self.assumed:
             unknown = sorted(set(self.assumed) - set(type(self).model_fields))

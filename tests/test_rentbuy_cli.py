@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from test_rentbuy import MIX_NPV, SOLVER, TINY, audited  # noqa: F401 (fixture)
 
 from conftest import write_problem
+from optimizer.render import rentbuy as rb_render
 from optimizer.studies import rentbuy as rb
 from optimizer.cli import main
 from optimizer.load import load_problem
@@ -73,7 +74,7 @@ def test_csv_one_file_per_table_and_refuses_to_overwrite(tmp_path, audited):
     out = tmp_path / "out"
     r = invoke(p, "--format", "csv", "-o", out, "--no-sensitivity", "--no-break-even")
     assert r.exit_code == 0, r.output
-    assert sorted(f.stem for f in out.glob("*.csv")) == sorted(rb.TABLES)
+    assert sorted(f.stem for f in out.glob("*.csv")) == sorted(rb_render.TABLES)
     monthly = pd.read_csv(out / "cash_flows_monthly.csv")
     assert monthly["pv"].sum() == pytest.approx(MIX_NPV)
     strategies = pd.read_csv(out / "strategies.csv")
@@ -92,7 +93,7 @@ def test_xlsx_one_sheet_per_table_and_refuses_to_overwrite(tmp_path, audited):
     r = invoke(p, "--format", "xlsx", "-o", book, "--no-sensitivity", "--no-break-even")
     assert r.exit_code == 0, r.output
     sheets = pd.read_excel(book, sheet_name=None)
-    assert list(sheets) == list(rb.TABLES)
+    assert list(sheets) == list(rb_render.TABLES)
     assert sheets["cash_flows_yearly"]["net_cash_out"].tolist() == pytest.approx([21_336, 28_856, -6_000])
     assert sheets["break_even"]["outcome"].tolist() == ["not computed"]
     before = book.stat().st_mtime_ns

@@ -182,8 +182,6 @@ def test_a_slow_fabric_lengthens_a_multi_node_job_by_its_exposed_data_parallel_t
 def test_training_candidates_are_sized_per_fabric(ref):
     # two ways to join H100 nodes of 8: 400 and 12.5 Gbit/s per GPU. A 16-GPU cluster gets a row for
     # each, the slow one no faster; an 8-GPU cluster fits one node and gets one row without a fabric.
-    import pandas as pd
-
     models, gpus, eff = ref
     links = pd.DataFrame({"gpu": ["H100-SXM", "H100-SXM", "H100-SXM"], "gpus_per_node": [8.0, 8.0, 1.0],
                           "fabric_gbps_per_gpu": [400.0, 12.5, float("nan")]})

@@ -9,14 +9,8 @@ import click
 
 from ..load import load_problem
 from .common import fail_usage
+from .overlay_options import overlay_options
 from .solve import exit_code, solver_options
-
-try:  # --set and --scale, shared with solve/whatif/sweep when that module is present
-    from .overlay_options import overlay_options
-except ImportError:  # pragma: no cover - older trees: a plain --set
-    def overlay_options(f):
-        return click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
-                            help="Change the problem before solving (repeatable).")(f)
 
 
 @click.command()
@@ -43,7 +37,8 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format xlsx -o rentbuy.xlsx
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format csv -o out/ --no-sensitivity
     """
-    from ..studies.rentbuy import analyse, check_output, to_dict, to_table, write_csv, write_xlsx
+    from ..render.rentbuy import check_output, to_dict, to_table, write_csv, write_xlsx
+    from ..studies.rentbuy import analyse
 
     if fmt in ("csv", "xlsx") and not output:
         fail_usage(f"--format {fmt} needs -o " + ("DIR (one CSV file per table)" if fmt == "csv"

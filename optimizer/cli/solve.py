@@ -64,7 +64,7 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, allow_
     if not plan.status.has_plan:
         click.echo(f"{plan.status.value}: {plan.result.message}", err=True)
         if fmt != "table":  # the table already shows the diagnosis on stdout
-            for d in getattr(plan, "diagnosis", None) or []:
+            for d in plan.diagnosis or []:
                 click.echo(f"  - {d['kind']}: {d['message']}", err=True)
     if plan.audit and not allow_audit_failure:
         click.echo("internal error, please report: the plan failed its audit (exit 4; "

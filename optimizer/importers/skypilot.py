@@ -40,7 +40,7 @@ import datetime as _dt
 import io
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -35,9 +35,9 @@ from ..candidates import Candidates
 from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem, provider_allowed
 from .expr import Expr, lin, rhs_table
 from .mip import MIP
+from ..schema import PAY_PER_HOUR
 
 #: pricing kinds whose units are rented period by period (or hour by hour for training)
-RENTED_KINDS = ("on_demand", "spot")
 #: pricing kinds whose units are committed for a term or bought
 COMMITTED_KINDS = ("reserved", "owned")
 #: A spot placement whose expected waste is at least this share of its hours is not offered.
@@ -193,10 +193,10 @@ def prepare(problem: Problem, cands: Candidates) -> ModelData:
     # shared mode needs units held for the period: committed, or rented units that inference also runs
     shared = topt.assign(mode=SHARED)
     inf_op = inference_options[["offering", "period"]].drop_duplicates()
-    rented = shared["pricing"].isin(RENTED_KINDS)
+    rented = shared["pricing"].isin(PAY_PER_HOUR)
     shared = pd.concat([shared[~rented], shared[rented].merge(inf_op, on=["offering", "period"])],
                        ignore_index=True)
-    hourly = topt[topt["pricing"].isin(RENTED_KINDS)].assign(mode=HOURLY)
+    hourly = topt[topt["pricing"].isin(PAY_PER_HOUR)].assign(mode=HOURLY)
     training_options = pd.concat([shared, hourly], ignore_index=True).drop(
         columns=["region", "provider", "interruptions"]).reset_index(drop=True)
 
@@ -440,7 +440,7 @@ def add_units(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     need = pd.concat([d.inference_options[["offering", "period"]],
                       d.training_options.loc[d.training_options["mode"] == SHARED, ["offering", "period"]]]
                      ).drop_duplicates()
-    rented = O[O["pricing"].isin(RENTED_KINDS)][["offering", "G", "max_units", "price"]]
+    rented = O[O["pricing"].isin(PAY_PER_HOUR)][["offering", "G", "max_units", "price"]]
     run = rented.merge(need, on="offering").merge(P[["period", "hours", "discount", "pos"]], on="period")
     y = m.add_variables("units-running", run[["offering", "period"]],
                         upper=run["max_units"].fillna(np.inf).to_numpy(float), integer=True).merge(

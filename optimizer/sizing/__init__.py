@@ -13,9 +13,9 @@ efficiency factors; see ``docs/sizing.md``):
 
 from .architecture import ModelArch, kv_bytes_per_token, load_models, resolve_model
 from .candidates import (
-    INFERENCE_COLUMNS,
+    SIZED_INFERENCE_COLUMNS,
     TP_DEGREES,
-    TRAINING_COLUMNS,
+    SIZED_TRAINING_COLUMNS,
     inference_candidates,
     load_reference,
     training_candidates,
@@ -28,10 +28,10 @@ from .training import estimate_training
 __all__ = [
     "Efficiency",
     "GpuSpec",
-    "INFERENCE_COLUMNS",
+    "SIZED_INFERENCE_COLUMNS",
     "ModelArch",
     "TP_DEGREES",
-    "TRAINING_COLUMNS",
+    "SIZED_TRAINING_COLUMNS",
     "estimate_inference",
     "estimate_training",
     "inference_candidates",

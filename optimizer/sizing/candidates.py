@@ -22,10 +22,11 @@ from .training import Network, estimate_training
 
 TP_DEGREES = (1, 2, 4, 8)
 
-INFERENCE_COLUMNS = ["gpu", "gpus", "precision", "bucket", "rps", "max_batch", "ttft_ms", "tpot_ms",
-                     "vram_gb_per_gpu"]
-TRAINING_COLUMNS = ["gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours", "tokens_per_s", "mfu",
-                    "vram_gb_per_gpu", "layout"]
+#: what the sizing returns (the candidate tables of :mod:`optimizer.candidates` keep a subset)
+SIZED_INFERENCE_COLUMNS = ["gpu", "gpus", "precision", "bucket", "rps", "max_batch", "ttft_ms", "tpot_ms",
+                           "vram_gb_per_gpu"]
+SIZED_TRAINING_COLUMNS = ["gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours", "tokens_per_s",
+                          "mfu", "vram_gb_per_gpu", "layout"]
 
 
 def load_reference(problem: schema.ProblemFile, file: str) -> tuple[dict[str, ModelArch], dict[str, GpuSpec], Efficiency]:
@@ -97,8 +98,8 @@ def inference_candidates(service: schema.InferenceService, gpu_names: list[str],
                                  float(m["vram_gb_per_gpu"][i])))
     rows = _prune_dominated(rows)
     if not rows:
-        return _empty(INFERENCE_COLUMNS)
-    return pd.DataFrame(rows, columns=INFERENCE_COLUMNS)
+        return _empty(SIZED_INFERENCE_COLUMNS)
+    return pd.DataFrame(rows, columns=SIZED_INFERENCE_COLUMNS)
 
 
 def _prune_dominated(rows: list[tuple]) -> list[tuple]:
@@ -161,8 +162,8 @@ def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models
                     rows.append((gpu.name, n, job.precision, node, gbps, r["hours"], r["tokens_per_s"], r["mfu"],
                                  r["vram_gb_per_gpu"], r["layout"]))
     if not rows:
-        return _empty(TRAINING_COLUMNS)
-    return pd.DataFrame(rows, columns=TRAINING_COLUMNS)
+        return _empty(SIZED_TRAINING_COLUMNS)
+    return pd.DataFrame(rows, columns=SIZED_TRAINING_COLUMNS)
 
 
 def _networks(links: pd.DataFrame | None, gpu: str, n: int) -> list[tuple[float | None, float | None]]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
-import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from .. import catalog as cat

@@ -260,7 +260,6 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     workspace = eff["max_batched_tokens"] * per_tok
     overhead = (eff["runtime_overhead_gib"] + (eff["comm_buffer_gib"] if tp > 1 else 0.0)) * GIB
     experts = st.params_expert * bw_param
-    lm_head = st.params_lm_head * emb_bytes
     input_emb = 0.0 if arch.tied_embeddings else st.params_lm_head * emb_bytes
     read_fixed = weights - experts - input_emb   # LM head read every step, input table only by row
     # Per-token matmul FLOPs: 2 x active params that multiply (not the input embedding lookup).

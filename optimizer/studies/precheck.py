@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .. import sizing
@@ -140,7 +139,7 @@ def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> d
     btext = _bucket_text(s, buckets, partial)
     precs = ", ".join(s.precisions)
     sz, arch, eff, offered = _offered_specs(problem, s.model)
-    tps = tuple(getattr(sz, "TP_DEGREES", (1, 2, 4, 8)))
+    tps = sz.TP_DEGREES
     bk = [b for b in s.buckets if b.name in buckets]
     best_need = None  # (GB per GPU, gpu, tp, precision, usable GB)
     slo_best = None  # (gpu, tp, precision, ttft, tpot) of a config that fits VRAM but misses the SLOs

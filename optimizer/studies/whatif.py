@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..load import Problem, build_problem, parse_problem_file, validation_to_input_error
 from ..overlay import apply_sets
 from ..plan import Plan
-from ..schema import PRICING_KINDS, Scenario
+from ..schema import PAY_PER_HOUR, PRICING_KINDS, Scenario
 from ..yamlio import read_yaml
 
 #: Values closer than this are the same (cost deltas, hours).
@@ -85,7 +85,7 @@ def units_in_use(plan: Plan) -> dict[str, int]:
     t = plan.training
     if len(t):
         for o, p, pricing, g in zip(t["offering"], t["period"], t["pricing"], t["gpus"]):
-            if pricing in ("on_demand", "spot"):
+            if pricing in PAY_PER_HOUR:
                 per[(o, p)] = per.get((o, p), 0.0) + math.ceil(float(g) / float(O.at[o, "gpus_per_unit"]))
     out: dict[str, int] = {}
     for (o, _), n in per.items():

@@ -38,9 +38,20 @@ _GAP_EXIT = re.compile(r"Exiting as integer gap of (\S+) less than")
 
 
 def cbc_path() -> str:
-    import pulp
+    """The CBC binary PuLP bundles (``pulp.apis.coin_api.pulp_cbc_path``), or ``cbc`` on PATH.
 
-    return pulp.PULP_CBC_CMD().path
+    gpuopt writes the MPS file and reads CBC's solution itself, so it needs the
+    binary only, not PuLP's solver classes (``PULP_CBC_CMD`` is deprecated in
+    PuLP 3.x; ``COIN_CMD`` would look for ``cbc`` on PATH alone).
+    """
+    import shutil
+
+    from pulp.apis import coin_api
+
+    bundled = coin_api.pulp_cbc_path
+    if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+        return bundled
+    return shutil.which("cbc") or bundled  # a missing binary fails in the run: a solver failure, reported
 
 
 def _fmt(v: np.ndarray) -> np.ndarray:

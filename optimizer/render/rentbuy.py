@@ -1,0 +1,250 @@
+"""Outputs of a rent-versus-buy analysis: one JSON object, terminal tables, CSV files, an XLSX workbook.
+
+The analysis (:mod:`optimizer.studies.rentbuy`) computes; this module only
+lays its :class:`~optimizer.studies.rentbuy.RentBuy` out, one table each.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..studies.rentbuy import (BREAK_EVEN_COLUMNS, ITEM_COLUMNS, MONTHLY_COLUMNS, SENSITIVITY_COLUMNS,
+                               UTILISATION_COLUMNS, YEARLY_COLUMNS, RentBuy)
+
+
+TABLES = ("summary", "strategies", "strategy_units", "break_even", "utilisation", "cash_flows_monthly",
+          "cash_flows_yearly", "cash_flow_items", "sensitivity", "mix_commitments", "mix_ledger")
+
+
+def summary_row(rb: RentBuy) -> dict:
+    pr = rb.problem
+    mix = rb.mix
+    best = rb.strategies.loc[rb.strategies["best"], "name"]
+    return {"problem": pr.name, "currency": pr.currency, "objective_kind": pr.objective,
+            "discount_rate": pr.discount_rate, "horizon_hours": pr.horizon_hours,
+            "horizon_months": pr.horizon_months, "mix_status": mix.status.value, "mix_objective": mix.objective,
+            "mix_total_cost": mix.total_cost, "mix_npv": mix.npv,
+            "best_strategy": best.iloc[0] if len(best) else None, "seconds": round(rb.seconds, 3),
+            "catalog_version": pr.catalog_version}
+
+
+def tables(rb: RentBuy) -> dict[str, pd.DataFrame]:
+    """Every table of the report, by name (empty, with headers, where a part was skipped or had no plan)."""
+    mix = rb.mix
+    has = mix.status.has_plan
+    cf = rb.cash_flows or {}
+    return {
+        "summary": pd.DataFrame([summary_row(rb)]),
+        "strategies": rb.strategies,
+        "strategy_units": rb.strategy_units,
+        "break_even": rb.break_even if rb.break_even is not None else pd.DataFrame(columns=BREAK_EVEN_COLUMNS),
+        "utilisation": rb.utilisation if rb.utilisation is not None else pd.DataFrame(columns=UTILISATION_COLUMNS),
+        "cash_flows_monthly": cf.get("monthly", pd.DataFrame(columns=MONTHLY_COLUMNS)),
+        "cash_flows_yearly": cf.get("yearly", pd.DataFrame(columns=YEARLY_COLUMNS)),
+        "cash_flow_items": cf.get("items", pd.DataFrame(columns=ITEM_COLUMNS)),
+        "sensitivity": rb.sensitivity if rb.sensitivity is not None else pd.DataFrame(columns=SENSITIVITY_COLUMNS),
+        "mix_commitments": mix.commitments if has else pd.DataFrame(),
+        "mix_ledger": mix.ledger if has else pd.DataFrame(),
+    }
+
+
+def to_dict(rb: RentBuy) -> dict:
+    """The JSON of ``gpuopt rentbuy --format json``."""
+    from ..render.report import records
+
+    t = tables(rb)
+    head = {k: v for k, v in summary_row(rb).items()}
+    head = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in head.items()}
+    return {
+        **head,
+        "status": rb.mix.status.value,
+        "npv": rb.mix.npv,
+        "strategies": records(t["strategies"]),
+        "strategy_units": records(t["strategy_units"]),
+        "break_even": records(t["break_even"]),
+        "utilisation": records(t["utilisation"]),
+        "cash_flows": {"monthly": records(t["cash_flows_monthly"]), "yearly": records(t["cash_flows_yearly"]),
+                       "items": records(t["cash_flow_items"]),
+                       "npv": None if rb.cash_flows is None else float(rb.cash_flows["items"]["pv"].sum())},
+        "sensitivity": records(t["sensitivity"]),
+        "notes": rb.notes,
+        "warnings": rb.problem.warnings,
+    }
+
+
+def _money(x, cur: str = "") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:,.0f}" + (f" {cur}" if cur else "")
+
+
+def _int(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{int(x)}"
+
+
+def _pct(x) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return "never" if not math.isfinite(x) else f"{100 * x:.1f} %"
+
+
+def _show(df: pd.DataFrame, formats: dict[str, Callable] | None = None) -> str:
+    if df is None or df.empty:
+        return "  (none)"
+    d = df.copy()
+    for c, f in (formats or {}).items():
+        if c in d.columns:
+            d[c] = [f(v) for v in d[c]]
+    return d.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}")
+
+
+def _bar(lo, hi, base, width: float, span: float) -> str:
+    if lo is None or hi is None or span <= 0:
+        return ""
+    left = int(round(max(0.0, base - min(lo, hi)) / span * width))
+    right = int(round(max(0.0, max(lo, hi) - base) / span * width))
+    return " " * (int(width) - left) + "#" * left + "|" + "#" * right
+
+
+def to_table(rb: RentBuy) -> str:
+    """The terminal report."""
+    pr = rb.problem
+    cur = pr.currency
+    rate = f"{100 * pr.discount_rate:g} %/yr"
+    lines = [f"gpuopt rentbuy: {pr.name}   objective: "
+             + (f"npv at {rate}" if pr.objective == "npv" else f"cost (NPV reported at {rate})")
+             + f"   horizon {pr.horizon_hours:,.0f} h ({pr.horizon_months:.1f} months)   {cur}"]
+    for w in pr.warnings:
+        lines.append(f"warning  {w}")
+    s = rb.strategies
+    lines += ["", "Strategies (rent: no new owned units; buy: owned capacity only; mix: the optimum)"]
+    lines.append(_show(s[["name", "status", "objective", "total_cost", "npv", "vs_best", "vs_best_pct",
+                          "new_owned_units"]],
+                       {"objective": _money, "total_cost": _money, "npv": _money, "vs_best": _money,
+                        "vs_best_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:.1f} %",
+                        "new_owned_units": _int}))
+    best = s[s["best"]]
+    if len(best):
+        b = best.iloc[0]
+        others = [f"{r.name} by {_money(r.vs_best, cur)} ({r.vs_best_pct:.1f} %)" for r in s.itertuples()
+                  if not r.best and r.objective is not None and not pd.isna(r.objective)]
+        if others:
+            lines.append(f"{b['name']} beats " + " and ".join(others))
+    for r in s.itertuples():
+        lines.append(f"  {r.name}: {r.summary or r.message or r.status}")
+    if not rb.mix.status.has_plan:
+        lines += ["", *[f"note: {n}" for n in rb.notes]]
+        return "\n".join(lines) + "\n"
+
+    if rb.break_even is not None and len(rb.break_even):
+        be = rb.break_even
+        lines += ["", f"Break-even per owned offering ({cur}; capex per unit; utilisation = busy share of owned "
+                      "GPU-hours at which owning costs what renting does)"]
+        lines.append(_show(be[["offering", "capex_current", "capex", "capex_margin_pct", "outcome",
+                               "utilisation", "on_demand_offering", "utilisation_reserved", "reserved_offering",
+                               "payback_months"]].rename(columns={"capex": "capex_break_even",
+                                                                  "capex_margin_pct": "margin_pct"}),
+                           {"capex_current": _money, "capex_break_even": _money,
+                            "margin_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:+.1f} %",
+                            "utilisation": _pct, "utilisation_reserved": _pct,
+                            "payback_months": lambda v: "-" if v is None or pd.isna(v) else f"{v:.1f}"}))
+        for r in be.itertuples():
+            if isinstance(r.note, str) and r.note:
+                lines.append(f"  {r.offering}: {r.note}")
+            if isinstance(r.payback_note, str) and r.payback_note:
+                lines.append(f"  {r.offering} payback: {r.payback_note}")
+    if rb.utilisation is not None and len(rb.utilisation):
+        lines += ["", "Break-even utilisation against each rental of the same GPU type "
+                      "(straight-line as the objective; annuity: capital recovery at the discount rate)"]
+        lines.append(_show(rb.utilisation, {"utilisation": _pct, "utilisation_annuity": _pct}))
+    if rb.cash_flows is not None:
+        lines += ["", f"Cash flows of the mix by year ({cur}; positive = paid out; book value = resale at the "
+                      "horizon end; monthly in --format json/csv/xlsx)"]
+        lines.append(_show(rb.cash_flows["yearly"], {c: _money for c in YEARLY_COLUMNS[3:]}))
+        lines.append(f"NPV of the cash flows at {rate}: "
+                     f"{_money(float(rb.cash_flows['items']['pv'].sum()), cur)}")
+    if rb.sensitivity is not None and len(rb.sensitivity):
+        sens = rb.sensitivity
+        f = sens["low_factor"].iloc[0]
+        lines += ["", f"Sensitivity of the mix: each input x{f:g} and x{sens['high_factor'].iloc[0]:g} "
+                      "(one re-solve each), sorted by swing of the objective"]
+        base = float(rb.mix.objective)
+        finite = sens["swing"].replace(math.inf, np.nan)
+        span = float(np.nanmax(np.abs(np.r_[sens["delta_low"].astype(float), sens["delta_high"].astype(float)])))\
+            if finite.notna().any() else 0.0
+        d = sens[["parameter", "objective_low", "objective_high", "swing", "owned_units_low", "owned_units_base",
+                  "owned_units_high"]].copy()
+        d["tornado"] = [_bar(a, b, base, 12, span) for a, b in zip(sens["objective_low"], sens["objective_high"])]
+        lines.append(_show(d, {"objective_low": _money, "objective_high": _money, "swing": _money,
+                               "owned_units_low": _int, "owned_units_base": _int, "owned_units_high": _int}))
+    for n in rb.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines) + "\n"
+
+
+def _refuse_overwrite(paths: list, force: bool, where: str) -> None:
+    from ..errors import InputError
+
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not force:
+        raise InputError(f"would overwrite {len(existing)} existing file(s), e.g. {existing[0]}",
+                         field="-o", value=where, allowed="a new path, or --force to overwrite")
+
+
+def csv_targets(out_dir) -> list:
+    from pathlib import Path
+
+    return [Path(out_dir) / f"{name}.csv" for name in TABLES]
+
+
+def check_output(fmt: str, output, force: bool) -> None:
+    """Refuse a bad or existing output path before any solve (InputError, exit 2)."""
+    from pathlib import Path
+
+    from ..errors import InputError
+
+    if fmt == "csv":
+        out = Path(output)
+        if out.exists() and not out.is_dir():
+            raise InputError("output path exists and is not a directory", field="-o", value=str(out))
+        _refuse_overwrite(csv_targets(out), force, str(out))
+    elif fmt == "xlsx":
+        out = Path(output)
+        if out.suffix.lower() != ".xlsx":
+            raise InputError("an XLSX output file must end in .xlsx", field="-o", value=str(out))
+        if out.is_dir():
+            raise InputError("output path is a directory; give a file name ending in .xlsx", field="-o",
+                             value=str(out))
+        _refuse_overwrite([out], force, str(out))
+    elif fmt == "json" and output:
+        _refuse_overwrite([Path(output)], force, str(output))
+
+
+def write_csv(rb: RentBuy, out_dir, force: bool = False) -> list:
+    """One CSV per table in ``out_dir`` (created); refuses to overwrite unless ``force``."""
+    from pathlib import Path
+
+    check_output("csv", out_dir, force)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    paths = []
+    for (name, df), path in zip(tables(rb).items(), csv_targets(out_dir)):
+        df.to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def write_xlsx(rb: RentBuy, path, force: bool = False):
+    """One sheet per table (named as the table) in one workbook; refuses to overwrite unless ``force``."""
+    from pathlib import Path
+
+    check_output("xlsx", path, force)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pd.ExcelWriter(path, engine="openpyxl") as xw:
+        for name, df in tables(rb).items():
+            df.to_excel(xw, sheet_name=name, index=False)
+    return path
