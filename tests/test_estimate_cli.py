@@ -24,7 +24,7 @@ def test_inference_json_fields():
     d = json.loads(r.output)
     for k in ("fits", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s", "rps"):
         assert k in d
-    assert d["fits"] is True and d["rps"] > 0 and d["max_batch"] >= 1
+    assert d["fits"] is True and d["meets_slo"] is True and d["rps"] > 0 and d["max_batch"] >= 1
     assert d["output_tokens_per_s"] == 200 * d["rps"] or abs(d["output_tokens_per_s"] - 200 * d["rps"]) < 1e-6
 
 
@@ -50,13 +50,24 @@ def test_table_format():
     assert r.exit_code == 0 and "rps" in r.output and "fits" in r.output
 
 
-def test_not_fitting_is_not_an_error():
-    r = run(["estimate", "inference", "-m", "llama-3.1-405b", "-g", "H100-SXM", "-n", "1", "-i", "100", "-o", "10",
-             "--format", "json"])
-    assert r.exit_code == 0 and json.loads(r.output)["fits"] is False
+def test_nothing_to_deploy_exits_1_and_says_which_part_failed():
+    # 405B in bf16 needs about 810 GB of weights: no memory on one H100
+    r = run(["estimate", "inference", "-m", "llama-3.1-405b", "-g", "H100-SXM", "-n", "1", "-i", "100",
+             "--output-tokens", "10", "--format", "json"])
+    d = json.loads(r.output)
+    assert r.exit_code == 1 and d["fits"] is False and d["meets_slo"] is False
+    # the 8B model fits one H100 (16 GB of weights), but no batch has a 1 ms time to first token
+    r = run(INFER + ["--ttft-ms", "1", "--format", "json"])
+    d = json.loads(r.output)
+    assert r.exit_code == 1 and d["fits"] is True and d["meets_slo"] is False and "SLO" in d["reason"]
     r = run(["estimate", "training", "-m", "llama-3.1-405b", "-g", "H100-SXM", "-n", "8", "-t", "1e9",
              "--format", "json"])
-    assert r.exit_code == 0 and json.loads(r.output)["fits"] is False
+    assert r.exit_code == 1 and json.loads(r.output)["fits"] is False
+
+
+def test_output_tokens_do_not_take_the_output_path_option():
+    r = run(["estimate", "inference", "-m", "llama-3.1-8b", "-g", "H100-SXM", "-i", "100", "-o", "10"])
+    assert r.exit_code == 2 and "-o" in r.output
 
 
 def test_bad_gpu_name_exits_2_without_traceback():

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import click
 
 from ..errors import InputError
 from ..schema import PRECISIONS, is_power_of_two
+from .common import EXIT_INFEASIBLE
 
 
 def _reference(efficiency: tuple[str, ...]):
@@ -73,7 +75,7 @@ def estimate() -> None:
 @estimate.command("inference")
 @_common
 @click.option("--prompt-tokens", "-i", type=click.IntRange(min=1), required=True, help="Prompt length (ISL).")
-@click.option("--output-tokens", "-o", type=click.IntRange(min=1), required=True, help="Output length (OSL).")
+@click.option("--output-tokens", type=click.IntRange(min=1), required=True, help="Output length (OSL).")
 @click.option("--ttft-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TTFT SLO.")
 @click.option("--tpot-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TPOT SLO.")
 def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, output_tokens, ttft_ms, tpot_ms):
@@ -92,7 +94,10 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, outpu
     r = estimate_inference(arch, spec, gpus, precision.lower(), prompt_tokens, output_tokens, eff,
                            ttft_ms=ttft_ms, tpot_ms=tpot_ms)
     r["slo"] = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
-    _emit(r, fmt, ["fits", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s", "rps"])
+    _emit(r, fmt, ["fits", "meets_slo", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s",
+                   "rps"])
+    if not r["meets_slo"]:  # nothing to deploy: exit 1, like a problem with no plan
+        sys.exit(EXIT_INFEASIBLE)
 
 
 @estimate.command("training")
@@ -117,3 +122,5 @@ def training(model, gpu, gpus, precision, fmt, efficiency, tokens, gpus_per_node
     r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net)
     r["gpus_per_node"], r["fabric_gbps_per_gpu"] = net.gpus_per_node, net.fabric_gbps_per_gpu
     _emit(r, fmt, ["fits", "vram_gb_per_gpu", "tokens_per_s", "hours", "mfu", "layout"])
+    if not r["fits"]:
+        sys.exit(EXIT_INFEASIBLE)

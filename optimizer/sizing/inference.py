@@ -307,13 +307,14 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
                        eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None) -> dict:
     """One configuration, one request size: the ``gpuopt estimate inference`` result.
 
-    Returns ``fits`` (the weights and one sequence fit and some batch meets
-    the SLOs), ``vram_gb_per_gpu``, ``max_batch``, ``ttft_ms``, ``tpot_ms``,
+    Returns ``fits`` (memory only: the weights and one sequence fit),
+    ``meets_slo`` (it fits and some batch meets the SLOs; true without
+    SLOs), ``vram_gb_per_gpu``, ``max_batch``, ``ttft_ms``, ``tpot_ms``,
     ``output_tokens_per_s`` (whole replica), ``rps``, and ``reason`` when it
-    does not fit.
+    does not fit or meets no SLO.
     """
     out = {"model": arch.name, "gpu": gpu.name, "gpus": tp, "precision": precision,
-           "prompt_tokens": isl, "output_tokens": osl, "fits": False, "vram_gb_per_gpu": None,
+           "prompt_tokens": isl, "output_tokens": osl, "fits": False, "meets_slo": False, "vram_gb_per_gpu": None,
            "max_batch": 0, "ttft_ms": None, "tpot_ms": None, "output_tokens_per_s": 0.0, "rps": 0.0,
            "weights_gb_per_gpu": None, "kv_cache_bytes_per_token_per_gpu": None}
     rep = replica(arch, gpu, tp, precision, eff)
@@ -329,6 +330,7 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
         out["reason"] = (f"needs {float(need):.1f} GB per GPU for one sequence; "
                          f"{rep.usable_gpu / 1e9:.1f} GB usable")
         return out
+    out["fits"] = True
     m = rep.serve(isl, osl)
     i = best_point(m, ttft_ms, tpot_ms)
     if i is None:
@@ -340,7 +342,7 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
         out["reason"] = "no batch size meets the SLOs"
         return out
     out.update(_point(m, i))
-    out["fits"] = True
+    out["meets_slo"] = True
     return out
 
 

@@ -154,7 +154,7 @@ def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> d
                     if r.get("vram_gb_per_gpu") is None:  # precision not supported here
                         vram_ok, need = False, None
                         break
-                    if r.get("fits") or r.get("max_batch", 0) >= 1 or r.get("ttft_ms") is not None:
+                    if r["fits"]:  # memory fits; the SLOs are judged below
                         continue
                     vram_ok = False
                     need = max(need, float(r["vram_gb_per_gpu"]))
