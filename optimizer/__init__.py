@@ -2,10 +2,23 @@
 
 Pipeline, one module per stage:
 
-``load`` (read + validate a problem file and catalogs) -> ``sizing`` (candidate
-configurations per workload and GPU type) -> ``formulation`` (a solver-neutral
-MIP built per constraint family from whole tables) -> ``backends`` (PuLP/CBC,
-OR-Tools) -> ``plan`` (pandas tables) -> ``report`` (table, JSON, CSV).
+``load`` (read + validate a problem file and catalogs) -> ``sizing`` and
+``candidates`` (configurations per workload and GPU type) -> ``model``
+(a solver-neutral MIP built per constraint family from whole tables, and its
+presolve) -> ``solve`` (the driver and the back ends: HiGHS, CBC, SCIP,
+CP-SAT) -> ``plan`` (pandas tables) -> ``audit`` -> ``render`` (table, JSON,
+CSV). ``studies`` holds what repeats solves (what-if, sweep, rent-vs-buy,
+diagnosis).
+
+From Python (docs/api.md)::
+
+    from optimizer import solve
+    plan = solve("problems/q3.yaml", catalog=["default"], time_limit=60)
+    plan.by_pricing()          # a DataFrame
 """
 
 __version__ = "0.1.0"
+
+from .api import estimate_inference, estimate_training, load_problem, rentbuy, solve, sweep, whatif  # noqa: E402
+
+__all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve", "sweep", "whatif"]

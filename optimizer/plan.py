@@ -104,6 +104,25 @@ class Plan:
         g = allocate(self).groupby("workload", as_index=False)[["cost", "pv"]].sum()
         return g.sort_values("cost", ascending=False, ignore_index=True)
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The plan's tables by name (what ``gpuopt solve --format csv`` writes, one file each)."""
+        return {"commitments": self.commitments, "inference": self.inference, "routing": self.routing,
+                "training": self.training, "training_summary": self.training_summary, "starts": self.starts,
+                "usage": self.usage, "ledger": self.ledger, "by_pricing": self.by_pricing() if self.status.has_plan
+                else pd.DataFrame(), "by_workload": self.by_workload() if self.status.has_plan else pd.DataFrame()}
+
+    def to_dict(self) -> dict:
+        """The JSON of ``gpuopt solve --format json`` as a dict (docs/json-format.md)."""
+        from .render.report import plan_dict
+
+        return plan_dict(self)
+
+    def to_json(self) -> str:
+        """The text ``gpuopt solve --format json`` prints."""
+        from .render.report import to_json
+
+        return to_json(self)
+
     def after_horizon(self) -> dict:
         """What the plan commits beyond the horizon, in total (currency)."""
         c = self.commitments

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -37,7 +36,7 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format xlsx -o rentbuy.xlsx
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format csv -o out/ --no-sensitivity
     """
-    from ..render.rentbuy import check_output, to_dict, to_table, write_csv, write_xlsx
+    from ..render.rentbuy import check_output, to_table, write_csv, write_xlsx
     from ..studies.rentbuy import analyse
 
     if fmt in ("csv", "xlsx") and not output:
@@ -50,7 +49,7 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                  do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step)
     if fmt == "json":
-        text = json.dumps(to_dict(rb), indent=2)
+        text = rb.to_json()
         if output:
             with open(output, "w") as fh:
                 fh.write(text + "\n")

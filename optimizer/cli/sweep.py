@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 
 import click
 
-from ..errors import InputError
 from .common import fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
@@ -40,10 +37,7 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
     gpuopt sweep q3.yaml --vary-scale 'pricing=spot:0.5:1.5:5' --vary-scale 'demand:1:2:3' --workers 2
     gpuopt sweep q3.yaml --vary 'inference[chat].demand_rps*=1:3:21' --plot chat.png -o out/
     """
-    from ..studies.sweep import (Progress, break_points, check_outputs, grid, make_task, parse_vary, parse_vary_scale,
-                         plot, point_label, point_raw, points, render_table, run_tasks, write_csv)
-    from ..load import parse_problem_file
-    from ..studies.whatif import build, overlay, read_raw
+    from ..studies.sweep import check_outputs, parse_vary, parse_vary_scale, plot, render_table, run_sweep, write_csv
 
     dims = [parse_vary(v) for v in varies] + [parse_vary_scale(v) for v in vary_scales]
     if not dims:
@@ -58,31 +52,10 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
         fail_usage("--scheduler needs --executor dask")
     check_outputs(out_dir, plot_file, force)
 
-    file = str(problem)
-    raw = read_raw(problem)
-    base_raw = overlay(raw, file, sets, scales)
-    combos = grid(dims)
-    # every point's overlays are applied here, before any solve: a bad path or selector is exit 2 at once
-    tasks = []
-    currency, name, objective_kind = None, None, None
-    for i, vals in enumerate(combos):
-        try:
-            r = point_raw(base_raw, file, dims, vals)
-            if i == 0:
-                pr = build(r, file)
-                currency, name, objective_kind = pr.currency, pr.name, pr.objective
-            else:
-                parse_problem_file(r, file)
-        except InputError as e:
-            raise InputError(f"sweep point {i} ({point_label(dims, vals)}): {e.render()}") from None
-        tasks.append(make_task(i, r, file, solver, time_limit, gap, threads))
-
-    t0 = time.perf_counter()
-    results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
-                        progress=Progress(len(tasks), label="sweep"))
-    seconds = time.perf_counter() - t0
-    pts = points(dims, combos, results)
-    bps = break_points(dims, pts)
+    sw = run_sweep(problem, dims, sets=sets, scales=scales, solver=solver, time_limit=time_limit, gap=gap,
+                   threads=threads, workers=workers, executor=executor, scheduler=scheduler,
+                   progress=True)
+    pts, bps, name, currency, objective_kind = sw.points, sw.break_points, sw.problem, sw.currency, sw.objective_kind
 
     written = []
     if out_dir:
@@ -93,11 +66,7 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
         plot(dims, pts, bps, plot_file, currency, f"{name}: {' / '.join(d.label for d in dims)}")
         written.append(plot_file)
     if fmt == "json":
-        click.echo(json.dumps({
-            "problem": name, "currency": currency, "objective_kind": objective_kind,
-            "dimensions": [d.as_dict() for d in dims], "set": list(sets), "scale": list(scales),
-            "solver": solver, "executor": executor, "workers": workers, "seconds": round(seconds, 3),
-            "points": pts, "break_points": bps}, indent=2))
+        click.echo(sw.to_json())
     elif fmt == "table":
         click.echo(render_table(dims, pts, bps, currency, header))
     for w in written:

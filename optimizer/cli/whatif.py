@@ -19,7 +19,6 @@ import click
 from ..solve.backends import Status
 from ..errors import InputError
 from ..pipeline import run
-from ..render.report import plan_dict
 from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
@@ -55,7 +54,8 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, tim
     gpuopt whatif q3.yaml --scenario spot-cut       # one named scenario against the base
     gpuopt whatif q3.yaml --scenarios more.yaml     # every scenario side by side
     """
-    from ..studies.whatif import Change, build, compare, overlay, read_raw, render_compare, scenario_raw, scenarios
+    from ..studies.whatif import (Change, WhatIf, build, overlay, read_raw, render_compare, scenario_raw,
+                                  scenarios)
 
     file = str(problem)
     raw = read_raw(problem)
@@ -78,12 +78,10 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, tim
             ch = Change("scenario", list(sets), list(scales))
             new_raw = overlay(raw, file, sets, scales)
         base_pr, new_pr = build(raw, file), build(new_raw, file)
-        base, new = run(base_pr, **opts), run(new_pr, **opts)
-        delta = compare(base, new)
+        result = WhatIf(ch, run(base_pr, **opts), run(new_pr, **opts))
+        base, new, delta = result.base, result.scenario, result.delta
         if fmt == "json":
-            click.echo(json.dumps({"base": plan_dict(base), "scenario": plan_dict(new), "delta": delta,
-                                   "change": {"name": ch.name, "description": ch.description, "set": ch.sets,
-                                              "scale": ch.scales}}, indent=2))
+            click.echo(result.to_json())
         else:
             title = (f"{ch.name}: " if scenario_name else "") + ch.title
             click.echo(render_compare(delta, base, new, title))

@@ -773,6 +773,23 @@ class RentBuy:
     def mix(self) -> Plan:
         return self.plans["mix"]
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of the report by name (what ``--format csv`` writes, one file each)."""
+        from ..render.rentbuy import tables
+
+        return tables(self)
+
+    def to_dict(self) -> dict:
+        """The JSON of ``gpuopt rentbuy --format json``."""
+        from ..render.rentbuy import to_dict
+
+        return to_dict(self)
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
 
 def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
             threads: int | None = None, do_break_even: bool = True, do_sensitivity: bool = True,

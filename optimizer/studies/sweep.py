@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 import sys
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
 
@@ -466,3 +468,79 @@ def plot(dims: list[Dimension], pts: list[dict], bps: list[dict], path: str, cur
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+
+@dataclass
+class Sweep:
+    """A solved sweep: every point's summary and the break points between them.
+
+    ``points`` holds one dict per grid point (:func:`points`); :meth:`frame`
+    gives them as a DataFrame, one row per point.
+    """
+
+    problem: str
+    currency: str
+    objective_kind: str
+    dimensions: list
+    sets: list
+    scales: list
+    solver: str
+    executor: str
+    workers: int
+    seconds: float
+    points: list
+    break_points: list
+
+    def frame(self) -> pd.DataFrame:
+        """One row per point: the varied values, status, objective, bound and gap (the mix as text)."""
+        return pd.DataFrame([{k: (v if not isinstance(v, (dict, list)) else json.dumps(v)) for k, v in p.items()}
+                             for p in self.points])
+
+    def to_dict(self) -> dict:
+        """The JSON of ``gpuopt sweep --format json``."""
+        return {"problem": self.problem, "currency": self.currency, "objective_kind": self.objective_kind,
+                "dimensions": [d.as_dict() for d in self.dimensions], "set": list(self.sets),
+                "scale": list(self.scales), "solver": self.solver, "executor": self.executor,
+                "workers": self.workers, "seconds": round(self.seconds, 3), "points": self.points,
+                "break_points": self.break_points}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: str = DEFAULT_SOLVER,
+              time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None, workers: int = 1,
+              executor: str = "local", scheduler: str | None = None, progress: bool = False) -> Sweep:
+    """Solve the problem file at every point of the grid of ``dims`` (:func:`parse_vary`, :func:`parse_vary_scale`).
+
+    Every point's overlays are applied before any solve, so a bad path or
+    selector is an :class:`~optimizer.errors.InputError` at once, naming
+    the point.
+    """
+    from ..load import parse_problem_file
+    from .whatif import build, overlay, read_raw
+
+    file = str(problem)
+    raw = read_raw(problem)
+    base_raw = overlay(raw, file, sets, scales)
+    combos = grid(dims)
+    tasks = []
+    currency, name, objective_kind = None, None, None
+    for i, vals in enumerate(combos):
+        try:
+            r = point_raw(base_raw, file, dims, vals)
+            if i == 0:
+                pr = build(r, file)
+                currency, name, objective_kind = pr.currency, pr.name, pr.objective
+            else:
+                parse_problem_file(r, file)
+        except InputError as e:
+            raise InputError(f"sweep point {i} ({point_label(dims, vals)}): {e.render()}") from None
+        tasks.append(make_task(i, r, file, solver, time_limit, gap, threads))
+    t0 = time.perf_counter()
+    results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
+                        progress=Progress(len(tasks), label="sweep", enabled=None if progress else False))
+    seconds = time.perf_counter() - t0
+    pts = points(dims, combos, results)
+    return Sweep(name, currency, objective_kind, list(dims), list(sets), list(scales), solver, executor, workers,
+                 seconds, pts, break_points(dims, pts))

@@ -13,6 +13,7 @@ docs/whatif.md describes the grammar and the outputs.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +205,30 @@ def compare(base: Plan, new: Plan) -> dict:
                                     "scenario_hours": round(float(r.hours_scenario), 4),
                                     "delta_hours": round(float(r.hours_scenario - r.hours_base), 4)})
     return out
+
+
+@dataclass
+class WhatIf:
+    """One change compared with the base: both plans and what moved (:func:`compare`)."""
+
+    change: Change
+    base: Plan
+    scenario: Plan
+
+    @property
+    def delta(self) -> dict:
+        return compare(self.base, self.scenario)
+
+    def to_dict(self) -> dict:
+        """The JSON of ``gpuopt whatif --set ... --format json``."""
+        from ..render.report import plan_dict
+
+        ch = self.change
+        return {"base": plan_dict(self.base), "scenario": plan_dict(self.scenario), "delta": self.delta,
+                "change": {"name": ch.name, "description": ch.description, "set": ch.sets, "scale": ch.scales}}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
 
 
 def _money(x) -> str:

@@ -1,0 +1,103 @@
+"""The Python API: the commands as functions, DataFrames out, the same JSON as the command line.
+
+Timing fields (``solve_seconds``, ``build_seconds``, ``seconds``) differ from
+run to run and are left out of the comparisons; everything else must match.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_whatif_toy import TOY, write
+
+import optimizer
+from optimizer import estimate_training, load_problem, rentbuy, solve, sweep, whatif
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMING = {"solve_seconds", "build_seconds", "seconds"}
+
+
+def cli_json(*args) -> dict:
+    r = subprocess.run([sys.executable, "-m", "optimizer", *map(str, args), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def untimed(obj):
+    if isinstance(obj, dict):
+        return {k: untimed(v) for k, v in obj.items() if k not in TIMING}
+    if isinstance(obj, list):
+        return [untimed(v) for v in obj]
+    return obj
+
+
+def test_the_package_exports_the_commands():
+    assert set(optimizer.__all__) == {"estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve",
+                                      "sweep", "whatif"}
+
+
+def test_solve_gives_dataframes_and_the_cli_json_on_q3():
+    q3 = ROOT / "problems" / "q3.yaml"
+    plan = solve(q3)
+    assert plan.status.value == "optimal"
+    assert isinstance(plan.inference, pd.DataFrame) and len(plan.inference)
+    assert isinstance(plan.by_pricing(), pd.DataFrame)
+    assert set(plan.tables()) >= {"commitments", "inference", "training", "usage", "ledger", "by_pricing"}
+    # the plan's total is its ledger's: an independent sum over the cost items
+    assert plan.total_cost == pytest.approx(float(plan.ledger["cost"].sum()))
+    assert untimed(json.loads(plan.to_json())) == untimed(cli_json("solve", q3))
+
+
+def test_keyword_overrides_are_the_command_lines_sets():
+    q3 = ROOT / "problems" / "q3.yaml"
+    by_kw = load_problem(q3, catalog=["default"], allow__buy=True, providers__exclude=["vast"])
+    by_set = load_problem(q3, sets=["catalog=[default]", "allow.buy=true", "providers.exclude=[vast]"])
+    assert list(by_kw.offerings.index) == list(by_set.offerings.index)
+    assert by_kw.warnings == by_set.warnings
+    assert "owned-mi300x-8x-dc1" in by_kw.offerings.index  # buying enabled
+    assert not by_kw.offerings["provider"].eq("vast").any()
+    mapping = load_problem(q3, overrides={"inference[chat].demand_rps": 5})
+    chat = next(s for s in mapping.spec.inference if s.name == "chat")
+    assert chat.demand_rps == 5
+
+
+def test_a_problem_object_takes_no_overrides():
+    pr = load_problem(ROOT / "problems" / "q3.yaml")
+    with pytest.raises(TypeError, match="overrides apply to a problem file"):
+        solve(pr, catalog=["default"])
+
+
+def test_whatif_and_sweep_match_the_command_line(tmp_path):
+    toy = write(tmp_path, TOY)
+    w = whatif(toy, sets=["offerings[spot].price_per_hour=20"])
+    assert w.base.objective == pytest.approx(22_500)  # test_whatif_toy's hand-worked optimum
+    assert w.scenario.objective < w.base.objective  # a cheaper spot unit is taken
+    assert untimed(w.to_dict()) == untimed(cli_json("whatif", toy, "--set", "offerings[spot].price_per_hour=20"))
+
+    s = sweep(toy, "offerings[spot].price_per_hour=20:60:3")
+    frame = s.frame()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 3
+    assert untimed(s.to_dict()) == untimed(cli_json("sweep", toy, "--vary", "offerings[spot].price_per_hour=20:60:3"))
+
+
+def test_rentbuy_returns_tables_and_json(tmp_path):
+    from test_rentbuy import TINY
+
+    rb = rentbuy(write(tmp_path, TINY), solver="highs", sensitivity=False, break_even=False)
+    tables = rb.tables()
+    assert all(isinstance(t, pd.DataFrame) for t in tables.values())
+    d = json.loads(rb.to_json())
+    assert {"strategies", "cash_flows", "currency"} <= set(d)
+
+
+def test_estimate_training_is_the_command_lines():
+    api = estimate_training("llama-3.1-8b", "H100-SXM", 64, 1e11, fabric_gbps=12.5)
+    cli = cli_json("estimate", "training", "-m", "llama-3.1-8b", "-g", "H100-SXM", "-n", "64", "-t", "1e11",
+                   "--fabric-gbps", "12.5")
+    assert api["hours"] == pytest.approx(cli["hours"]) and api["layout"] == cli["layout"]
