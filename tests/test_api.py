@@ -51,7 +51,13 @@ def test_solve_gives_dataframes_and_the_cli_json_on_q3():
     assert set(plan.tables()) >= {"commitments", "inference", "training", "usage", "ledger", "by_pricing"}
     # the plan's total is its ledger's: an independent sum over the cost items
     assert plan.total_cost == pytest.approx(float(plan.ledger["cost"].sum()))
-    assert untimed(json.loads(plan.to_json())) == untimed(cli_json("solve", q3))
+    d = cli_json("solve", q3)
+    assert untimed(json.loads(plan.to_json())) == untimed(d)
+    # the command on the shipped example: optimal, every workload planned, every configuration sized
+    assert d["status"] == "optimal" and d["gap"] == pytest.approx(0, abs=1e-6)
+    assert {"chat", "assistant", "batch-summarize"} <= {row["service"] for row in d["inference"]}
+    assert {row["job"] for row in d["training"]} == {"ft-chat-70b", "pretrain-8b"}
+    assert all(row["precision"] for row in d["inference"])
 
 
 def test_keyword_overrides_are_the_command_lines_sets():
