@@ -204,7 +204,7 @@ def extract(model: Model, result: SolveResult) -> Plan:
     plan.commitments = _commitments(d, O, P, units)
     plan.usage = _usage(plan, O, P, units["units-running"])
     plan.ledger = ledger(plan, d, O, P)
-    plan.warnings = commitment_warnings(plan)
+    plan.warnings = commitment_warnings(plan) + assumption_warnings(plan)
     return plan
 
 
@@ -276,6 +276,36 @@ def commitment_warnings(plan: Plan) -> list[str]:
         elif r.pricing == "owned" and r.new_units > 0 and r.months_after_horizon > 1e-9:
             out.append(f"{r.offering}: {r.new_units} servers bought for {r.capex_spent:,.0f} {cur}; "
                        f"{r.book_value_at_end:,.0f} {cur} of book value is left at the horizon's end")
+    return out
+
+
+def assumption_warnings(plan: Plan) -> list[str]:
+    """One line for every assumption that decides something in the plan.
+
+    An offering the plan uses whose fields are marked ``assumed`` (no
+    primary source: e.g. a node price without a quote) is named with those
+    fields; an offering whose units reach its ``max_units`` in some period,
+    where that quota is a stated default rather than the provider's, is
+    named with the quota: the plan is bounded by a guess, and the provider
+    should be asked.
+    """
+    src = plan.problem.offerings
+    used = plan.usage.groupby("offering").agg(units=("units", "max"), hourly=("hourly_units", "max"))
+    out = []
+    for oid, r in used.iterrows():
+        if oid not in src.index:
+            continue
+        o = src.loc[oid]
+        assumed = o.get("assumed")
+        if isinstance(assumed, list) and assumed:
+            out.append(f"{oid}: used by the plan, and its {', '.join(assumed)} "
+                       f"{'is an assumption' if len(assumed) == 1 else 'are assumptions'} (no primary source)")
+        quota_source = o.get("quota_source")
+        cap = o.get("max_units")
+        if (isinstance(quota_source, str) and "assumption" in quota_source.lower() and pd.notna(cap)
+                and max(r["units"], r["hourly"]) >= float(cap) - 1e-6):
+            out.append(f"{oid}: the plan uses all {int(cap)} units its quota allows, and that quota is an "
+                       f"assumed default ({quota_source}); ask the provider for the real figure")
     return out
 
 

@@ -112,3 +112,31 @@ def test_buying_from_the_catalog_warns_where_a_figure_is_an_assumption():
     assert len(mi) == 1 and "capex" in mi[0] and "assumption" in mi[0]
     rented = load_problem(ROOT / "problems" / "q3.yaml", sets=["catalog=[default]"])
     assert not [w for w in rented.warnings if "owned-mi300x-8x-dc1" in w and "assumption" in w]
+
+
+def test_a_plan_names_the_assumptions_that_decide_it(tmp_path):
+    # the toy's optimum (test_whatif_toy: 22,500) uses the on-demand unit in p1 and the one spot unit its
+    # quota allows; mark the on-demand price and the spot quota as assumptions
+    import copy
+
+    from test_whatif_toy import TOY, write
+
+    from optimizer import solve
+
+    data = copy.deepcopy(TOY)
+    od = next(o for o in data["offerings"] if o["id"] == "od")
+    od["assumed"] = ["price_per_hour"]
+    spot = next(o for o in data["offerings"] if o["id"] == "spot")
+    spot["quota_source"] = "default (assumption): one unit as a planning baseline"
+    plan = solve(write(tmp_path, data))
+    assert plan.objective == pytest.approx(22_500)
+    od_w = [w for w in plan.warnings if w.startswith("od:")]
+    spot_w = [w for w in plan.warnings if w.startswith("spot:")]
+    assert len(od_w) == 1 and "price_per_hour is an assumption" in od_w[0]
+    assert len(spot_w) == 1 and "all 1 units its quota allows" in spot_w[0]
+    # the unused L4 offering carries an assumption too: it decides nothing, so no warning
+    l4 = next(o for o in data["offerings"] if o["id"] == "l4")
+    l4["assumed"] = ["price_per_hour"]
+    plan = solve(write(tmp_path, data, "toy2.yaml"))
+    assert not plan.usage["offering"].eq("l4").any()  # small's replica sits in the reserved unit
+    assert not any(w.startswith("l4:") for w in plan.warnings)
