@@ -25,14 +25,17 @@ def run(name: str, provider: str, **kw):
     return {o.id: o for o in offs}, report
 
 
-def test_aws_columns_by_name_zones_fold_to_cheapest_per_region():
+def test_aws_columns_by_name_zones_fold_to_one_offering_per_region():
     offs, report = run("aws_zones.csv", "aws")
     od = offs["aws-p5.48xlarge-us-east-1-od"]
     spot = offs["aws-p5.48xlarge-us-east-1-spot"]
     assert (od.gpu, od.gpus_per_unit, od.price_per_hour) == ("H100-SXM", 8, 55.04)
-    # three us-east-1 zones fold to one offering; spot = cheapest zone (a local zone here)
-    assert spot.price_per_hour == pytest.approx(10.2397)
-    assert "use1-atl2-az1" in spot.notes
+    # three us-east-1 zones fold to one offering; use1-az1's 55.04 equals on-demand (a placeholder), so
+    # two quotes remain, 10.2397 (a local zone) and 17.6289: the middle one, the dearer of two, is taken
+    assert spot.price_per_hour == pytest.approx(17.6289)
+    assert "use1-az6" in spot.notes and "10.2397 to 17.6289" in spot.notes
+    cheapest, _ = run("aws_zones.csv", "aws", spot_zone="cheapest")
+    assert cheapest["aws-p5.48xlarge-us-east-1-spot"].price_per_hour == pytest.approx(10.2397)
     assert sum(1 for k in offs if k.startswith("aws-p5.48xlarge-us-east-1")) == 2
     # ca-central-1: the only spot quote equals on-demand -> placeholder, no spot offering
     assert "aws-p5.48xlarge-ca-central-1-od" in offs
@@ -98,9 +101,10 @@ def test_gcp_gpu_rows_priced_with_their_host_vm():
     od = offs["gcp-a3-highgpu-8g-us-central1-od"]
     assert od.gpu == "H100-SXM" and od.gpus_per_unit == 8
     assert od.price_per_hour == pytest.approx(33.60609 + 9.46006)
-    # spot: cheapest zone where both the GPU and the host have a price (zone f has no host row)
+    # spot: zones where both the GPU and the host have a price (zone f has no host row): a 32.0104 + 3.86318,
+    # c 31.0 + 3.5; the dearer of the two middles is a's
     spot = offs["gcp-a3-highgpu-8g-us-central1-spot"]
-    assert spot.price_per_hour == pytest.approx(31.0 + 3.5)
+    assert spot.price_per_hour == pytest.approx(32.0104 + 3.86318)
     assert any("us-central1-f" in k for k in report.no_host)
     # a4 host rows carry price 0.0: the B200 row already holds the whole price
     assert offs["gcp-a4-highgpu-8g-us-central1-od"].price_per_hour == pytest.approx(90.216)

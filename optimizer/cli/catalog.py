@@ -240,6 +240,29 @@ def offerings_cmd(gpus, providers, pricings, regions, catalogs, fmt) -> None:
     _emit(rows, fmt, OFFERING_TABLE, "no offerings match")
 
 
+@catalog.command("check")
+@click.option("--catalog", "catalogs", multiple=True,
+              help="Offering catalogs to check: 'default' (shipped) and/or YAML files. Default: default.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def check_cmd(catalogs, fmt) -> None:
+    """Check offerings against the rules a buyer would apply (catalogs/check_rules.csv); exit 1 on a violation."""
+    from ..importers.check import check
+
+    offs = load_catalogs(_split(catalogs) or ["default"], Path.cwd(), gpu_names=_gpu_map(), replace=True)
+    bad = check(offs)
+    if fmt.lower() == "json":
+        click.echo(json.dumps({"offerings": len(offs), "violations": bad.to_dict("records")}, indent=2))
+    elif fmt.lower() == "csv":
+        click.echo(bad.to_csv(index=False), nl=False)
+    elif bad.empty:
+        click.echo(f"{len(offs)} offerings: every rule holds")
+    else:
+        click.echo(f"{len(bad)} violation(s) in {bad['offering'].nunique()} of {len(offs)} offerings:")
+        click.echo(bad[["rule", "offering", "message"]].to_string(index=False))
+    if not bad.empty:
+        sys.exit(1)
+
+
 @catalog.command("show")
 @click.argument("name")
 @click.option("--catalog", "catalogs", multiple=True,
@@ -301,13 +324,16 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 @click.option("--gpu", "gpus", multiple=True, help="Keep only these GPU types (repeatable).")
 @click.option("--region", "regions", multiple=True, help="Keep only these regions (repeatable).")
 @click.option("--no-spot", is_flag=True, help="Write on-demand offerings only.")
+@click.option("--spot-zone", type=click.Choice(["median", "cheapest"]), default="median", show_default=True,
+              help="Which zone's spot price a region gets: the middle one, or the cheapest (often an outlier).")
 @click.option("--interruption-band", type=float, default=DEFAULT_INTERRUPTION_BAND, show_default=True,
               help="Monthly spot interruption band p; spot offerings get -ln(1-p)/730 interruptions per hour.")
-def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_spot, interruption_band) -> None:
+def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_spot, spot_zone,
+                        interruption_band) -> None:
     """Import a SkyPilot vms.csv (any cloud; columns read by name) into OUTPUT.
 
     One on-demand and one spot offering per instance type and region (the
-    cheapest zone), with the fabric and supply of catalogs/topology.csv and
+    middle zone's spot price), with the fabric and supply of catalogs/topology.csv and
     catalogs/quotas.csv where a rule matches. Accelerators that are not gpuopt GPU types, fractional GPU
     counts and placeholder prices are reported on stderr, not imported.
     """
@@ -325,7 +351,7 @@ def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_s
     keep_regions = {r.lower() for r in _split(regions)} or None
     offerings, report = import_skypilot(
         path, provider, date=date, gpus=keep_gpus, regions=keep_regions, spot=not no_spot,
-        aliases=gmap, known_gpus=set(gmap.values()), interruption_band=interruption_band)
+        aliases=gmap, known_gpus=set(gmap.values()), interruption_band=interruption_band, spot_zone=spot_zone)
     # topology and supply from catalogs/topology.csv and quotas.csv, as for the shipped catalog
     topo, quotas = topology_rules(), quota_rules()
     offerings = [annotate(o, topo, quotas) for o in offerings]

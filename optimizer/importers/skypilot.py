@@ -18,7 +18,11 @@ region (and zone). This importer turns them into on-demand and spot
   ``H100`` is the PCIe card); names that map to nothing are **reported** with
   row counts, never dropped silently;
 * per-zone rows fold to one offering per region: on-demand is the cheapest
-  ``Price`` in the region, spot the cheapest ``SpotPrice`` over its zones;
+  ``Price`` in the region, spot the median ``SpotPrice`` over its zones (the
+  middle zone's, the dearer of two middles: a price some zone quotes). The
+  cheapest zone is an outlier too often to plan on: AWS p4d.24xlarge in
+  us-east-1 quotes 2.47 in one zone and 7.88-8.19 in the three others
+  (``spot_zone="cheapest"`` keeps the old choice);
   blank, zero or non-numeric prices mean "not offered"; a spot price equal to
   or above the on-demand price is a placeholder and is dropped (reported);
 * GCP prices attachable GPUs apart from their host VM (rows with an empty
@@ -302,6 +306,7 @@ def import_skypilot(path: str | Path, provider: str, *, date: str | _dt.date | N
                     aliases: dict[str, str] | None = None,
                     known_gpus: set[str] | None = None,
                     interruption_band: float = DEFAULT_INTERRUPTION_BAND,
+                    spot_zone: str = "median",
                     ) -> tuple[list[Offering], ImportReport]:
     """Offerings (on-demand and spot, one per instance type and region) from a SkyPilot vms.csv.
 
@@ -316,6 +321,8 @@ def import_skypilot(path: str | Path, provider: str, *, date: str | _dt.date | N
     data; the band defaults to finance_defaults' spot_interruption_band_monthly).
     Returns the offerings and an :class:`ImportReport`.
     """
+    if spot_zone not in ("median", "cheapest"):
+        raise ValueError(f"spot_zone must be 'median' or 'cheapest', not {spot_zone!r}")
     lam = sig(interruptions_per_hour(interruption_band))
     path = Path(path)
     provider = provider.strip()
@@ -441,13 +448,15 @@ def import_skypilot(path: str | Path, provider: str, *, date: str | _dt.date | N
             else:
                 report.no_spot += 1
             continue
-        best = min(valid)
+        ranked = sorted(valid)
+        best = ranked[len(ranked) // 2] if spot_zone == "median" else ranked[0]
         offerings.append(Offering(
             id=new_id(f"{stem}-spot"), provider=provider, gpu=g.gpu, gpus_per_unit=g.count,
             region=region, pricing="spot", instance_type=inst, price_per_hour=best[0],
             interruptions_per_hour=lam, source=source, date=date,
-            notes=f"SkyPilot accelerator {g.accelerator} x {g.count}; cheapest spot price over "
+            notes=f"SkyPilot accelerator {g.accelerator} x {g.count}; {spot_zone} spot price over "
                   f"{len({z for _, z in valid}) or 1} zone(s)" + (f", in {best[1]}" if best[1] else "")
+                  + (f" (zones quote {ranked[0][0]:g} to {ranked[-1][0]:g})" if len(ranked) > 1 else "")
                   + f"; interruptions_per_hour = -ln(1 - {interruption_band:g})/730 "
                     "(monthly band assumed; SkyPilot has no interruption data)",
         ))

@@ -1,0 +1,109 @@
+"""`gpuopt catalog check`: each rule fires just outside its threshold and stays quiet just inside.
+
+The thresholds are catalogs/check_rules.csv's: spot between 10 % (AWS and
+Azure publish discounts up to 90 %) and 100 % of on-demand, at most 60 % on
+GCP; a reservation below on-demand; an owned server's busy power per GPU at
+most 1.82 × the GPU's TDP (700 W for an H100 SXM: 1,274 W per GPU, 10.192 kW
+for 8).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from optimizer.importers import load_default_catalog
+from optimizer.importers.check import check
+from optimizer.schema import Offering
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def off(id, pricing="on_demand", price=100.0, provider="aws", **kw) -> Offering:
+    base = dict(id=id, provider=provider, gpu="H100-SXM", gpus_per_unit=8, region="r1", pricing=pricing,
+                instance_type="p5.48xlarge", source="a quote", date="2026-11", max_units=4, quota_source="stated")
+    if pricing == "owned":
+        base.update(capex=300_000.0, lifetime_years=4, power_kw=8.0, electricity_per_kwh=0.1)
+    else:
+        base["price_per_hour"] = price
+    base.update(kw)
+    return Offering(**base)
+
+
+def rules_of(offerings) -> list[tuple[str, str]]:
+    found = check(offerings, tdp_w={"H100-SXM": 700.0})
+    return sorted(zip(found["rule"], found["offering"]))
+
+
+def test_the_shipped_catalog_passes_every_rule():
+    assert check(load_default_catalog()).empty
+    r = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "check"], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0 and "every rule holds" in r.stdout
+
+
+@pytest.mark.parametrize("provider, spot, fires", [
+    ("aws", 9.99, True), ("aws", 10.0, False),      # at least 10 % of on-demand 100
+    ("aws", 100.0, True), ("aws", 99.9, False),     # below on-demand
+    ("gcp", 60.0, True), ("gcp", 59.9, False),      # below 60 % on GCP
+])
+def test_spot_fraction(provider, spot, fires):
+    pair = [off("x-od", provider=provider), off("x-spot", "spot", spot, provider=provider)]
+    assert (("spot-fraction", "x-spot") in rules_of(pair)) is fires
+
+
+@pytest.mark.parametrize("price, upfront, fires", [
+    (100.0, 0.0, True), (99.9, 0.0, False),
+    (90.0, 87_600.0, True),    # 90 + 87,600 / (12 × 730) = 100
+    (90.0, 87_000.0, False),   # 90 + 87,000 / 8,760 = 99.93
+])
+def test_reserved_below_on_demand(price, upfront, fires):
+    pair = [off("x-od"), off("x-1y", "reserved", price, upfront=upfront, term_months=12)]
+    assert (("reserved-below-on-demand", "x-1y") in rules_of(pair)) is fires
+
+
+@pytest.mark.parametrize("kw, fires", [(10.2, True), (10.19, False)])
+def test_owned_power(kw, fires):
+    server = off("srv", "owned", instance_type=None, power_kw=kw)
+    assert (("owned-power", "srv") in rules_of([server])) is fires
+
+
+def test_source_and_supply():
+    assert ("sourced", "a") in rules_of([off("a", source=None)])
+    assert ("supply", "b") in rules_of([off("b", max_units=None)])
+    assert ("supply", "c") in rules_of([off("c", quota_source=None)])
+    assert rules_of([off("d")]) == []
+
+
+def test_the_command_exits_1_and_names_the_offending_rows(tmp_path):
+    path = tmp_path / "mine.yaml"
+    rows = [o.model_dump(exclude_none=True) for o in (off("mine-od"), off("mine-spot", "spot", 5.0))]
+    path.write_text(yaml.safe_dump({"offerings": rows}))
+    r = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "check", "--catalog", str(path),
+                        "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1
+    v = json.loads(r.stdout)["violations"]
+    assert [(x["rule"], x["offering"]) for x in v] == [("spot-fraction", "mine-spot")]
+
+
+def test_spot_is_the_middle_zones_price_not_the_cheapest_outlier():
+    # p4d.24xlarge in us-east-1: four zones; the cheapest (2.47) is an outlier, the middle one is taken
+    with open(ROOT / "catalogs" / "sources" / "skypilot-catalog" / "aws" / "vms.csv", newline="") as f:
+        quotes = sorted(float(r["SpotPrice"]) for r in csv.DictReader(f)
+                        if r["InstanceType"] == "p4d.24xlarge" and r["Region"] == "us-east-1" and r["SpotPrice"])
+    assert len(quotes) == 4 and quotes[0] < 3 < quotes[1]
+    shipped = {o.id: o for o in load_default_catalog()}["aws-p4d.24xlarge-us-east-1-spot"]
+    assert shipped.price_per_hour == pytest.approx(quotes[2], abs=1e-4)
+
+
+def test_gcp_spot_prices_the_check_rejects_are_left_out_and_named():
+    ids = {o.id for o in load_default_catalog()}
+    assert "gcp-a3-highgpu-8g-us-central1-spot" not in ids and "gcp-a3-highgpu-8g-us-central1-od" in ids
+    header = (ROOT / "catalogs" / "offerings" / "gcp.yaml").read_text().split("provider:")[0]
+    assert "gcp-a3-highgpu-8g-us-central1-spot: spot is 83% of on-demand" in header
