@@ -274,7 +274,7 @@ def commitment_warnings(plan: Plan) -> list[str]:
                        f"{int(r.term_months)} months outlive the horizon by {r.months_after_horizon:.1f} months; "
                        f"{r.owed_after_horizon:,.0f} {cur} still owed after it")
         elif r.pricing == "owned" and r.new_units > 0 and r.months_after_horizon > 1e-9:
-            out.append(f"{r.offering}: {r.new_units} servers bought for {r.capex_spent:,.0f} {cur}; "
+            out.append(f"{r.offering}: {int(r.new_units)} server(s) bought for {r.capex_spent:,.0f} {cur}; "
                        f"{r.book_value_at_end:,.0f} {cur} of book value is left at the horizon's end")
     return out
 

@@ -58,6 +58,11 @@ def test_solve_gives_dataframes_and_the_cli_json_on_q3():
     assert {"chat", "assistant", "batch-summarize"} <= {row["service"] for row in d["inference"]}
     assert {row["job"] for row in d["training"]} == {"ft-chat-70b", "pretrain-8b"}
     assert all(row["precision"] for row in d["inference"])
+    # the terminal report fits 100 columns; --wide keeps one column per period
+    from optimizer.render.report import to_table
+
+    assert max(map(len, to_table(plan).splitlines())) <= 100
+    assert "w13-offpeak" in to_table(plan, wide=True).split("Inference replicas")[1].splitlines()[1]
 
 
 def test_keyword_overrides_are_the_command_lines_sets():

@@ -39,3 +39,4 @@ def test_every_key_of_a_real_plan_is_documented(tmp_path):
     assert not sorted(set(missing)), sorted(set(missing))
     # the plan this run printed: a reservation with money still owed after the quarter
     assert out["after_horizon"]["owed_after_horizon"] > 0 and out["warnings"]
+

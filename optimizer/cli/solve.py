@@ -42,10 +42,13 @@ def solver_options(f):
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for --format csv (one CSV per table).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--wide", is_flag=True, help="Table format: one column per period (default: each row summarised "
+              "to fit 100 columns).")
 @click.option("--allow-audit-failure", is_flag=True,
               help="Exit 0 even when the plan fails its audit (for debugging gpuopt itself; such a plan is a bug).")
 @overlay_options
-def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, allow_audit_failure, sets, scales) -> None:
+def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, wide, allow_audit_failure, sets,
+          scales) -> None:
     """Solve PROBLEM and print the cheapest plan."""
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
@@ -57,7 +60,7 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, allow_
         paths = write_csv(plan, out_dir, force=force)
         click.echo(f"wrote {len(paths)} CSV files to {out_dir}", err=True)
     else:
-        click.echo(to_table(plan))
+        click.echo(to_table(plan, wide=wide))
     if plan.audit and fmt != "table":  # the table already lists them
         click.echo(f"warning: the plan failed its audit ({len(plan.audit)} violations); first: {plan.audit[0]}",
                    err=True)

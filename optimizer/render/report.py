@@ -100,8 +100,52 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
     return df.to_string(index=False, float_format=lambda v: floatfmt.format(v), na_rep="-")
 
 
-def to_table(plan: Plan) -> str:
-    """A readable terminal report."""
+#: the terminal report fits this many columns unless ``wide`` (a period grid is then summarised)
+WIDTH = 100
+
+
+def _wrap(label: str, text: str, width: int = WIDTH) -> list[str]:
+    """``label`` then ``text``, wrapped to ``width`` with continuation lines indented under the text."""
+    import textwrap
+
+    pad = " " * len(label)
+    return textwrap.wrap(text, width=width, initial_indent=label, subsequent_indent=pad,
+                         break_long_words=False, break_on_hyphens=False) or [label.rstrip()]
+
+
+def grouped(messages: list[str]) -> list[str]:
+    """Messages in first-seen order, each once, with ``(×N)`` where it was repeated."""
+    counts: dict[str, int] = {}
+    for m in messages:
+        counts[m] = counts.get(m, 0) + 1
+    return [m if n == 1 else f"{m} (x{n})" for m, n in counts.items()]
+
+
+def series_summary(pv: pd.DataFrame, periods: list[str], fmt=lambda v: f"{v:g}") -> pd.DataFrame:
+    """Each row of a period grid as min, typical (median), max and where it changes.
+
+    ``changes`` counts the periods whose value differs from the period before
+    and names the first two of them.
+    """
+    vals = pv.to_numpy(dtype=float)
+    out = pv.index.to_frame(index=False)
+    out["min"] = [fmt(v) for v in vals.min(axis=1)]
+    out["typical"] = [fmt(v) for v in np.median(vals, axis=1)]
+    out["max"] = [fmt(v) for v in vals.max(axis=1)]
+    changes = []
+    for row in vals:
+        at = [periods[i] for i in range(1, len(row)) if abs(row[i] - row[i - 1]) > 1e-9]
+        changes.append("none" if not at else f"{len(at)}: " + ", ".join(at[:2]) + (", ..." if len(at) > 2 else ""))
+    out["changes"] = changes
+    return out
+
+
+def to_table(plan: Plan, wide: bool = False) -> str:
+    """A readable terminal report, at most :data:`WIDTH` columns wide unless ``wide``.
+
+    With ``wide`` the per-period tables are full grids (one column per
+    period); otherwise each row is summarised (:func:`series_summary`).
+    """
     r = plan.result
     pr = plan.problem
     cur = pr.currency
@@ -120,44 +164,62 @@ def to_table(plan: Plan) -> str:
             f"root {_money(r.root_bound, cur)})",
         ]
     lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
-                 f"({plan.stats.get('variables', 0)} variables, {plan.stats.get('integer_variables', 0)} integer, "
-                 f"{plan.stats.get('constraints', 0)} constraints)")
+                 f"({plan.stats.get('variables', 0):,} variables, {plan.stats.get('integer_variables', 0):,} "
+                 f"integer, {plan.stats.get('constraints', 0):,} rows)")
     if plan.audit == []:
         lines.append("audit      passed: every constraint and the cost recomputed from the plan's rows")
     elif plan.audit:
         lines.append(f"audit      FAILED, {len(plan.audit)} violation(s): the plan disagrees with the model; "
                      "please report it")
-        lines += [f"           - {v}" for v in plan.audit[:20]]
-    for w in pr.warnings + plan.warnings:
-        lines.append(f"warning    {w}")
+        for v in plan.audit[:20]:
+            lines += _wrap("           - ", v, WIDTH if not wide else 10**6)
+    for w in grouped(pr.warnings + plan.warnings):
+        lines += _wrap("warning    ", w, WIDTH if not wide else 10**6)
     if pr.overridden:
         lines.append(f"overrides  {len(pr.overridden)} catalog offering(s) replaced: "
                      + ", ".join(o["id"] for o in pr.overridden[:10]))
     diagnosis = plan.diagnosis or []
     if diagnosis:
         lines += ["", "Why there is no plan (docs/diagnosis.md)"]
-        lines += [f"  - {d['kind']}: {d['message']}" for d in diagnosis]
+        for m in grouped([f"{d['kind']}: {d['message']}" for d in diagnosis]):
+            lines += _wrap("  - ", m, WIDTH if not wide else 10**6)
     if not plan.status.has_plan:
         return "\n".join(lines) + "\n"
 
     periods = list(pr.periods.index)
     com = plan.commitments.copy()
     lines += ["", "Commitments (reserved and owned units)"]
-    cols = ["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
-            "months_after_horizon", "owed_after_horizon", "capex_spent", "book_value_at_end"]
-    lines.append(_table(com[cols] if len(com) else com, "{:,.1f}"))
+    if wide or not len(com):
+        cols = ["offering", "pricing", "gpu", "region", "units", "new_units", "existing_units", "gpus",
+                "months_after_horizon", "owed_after_horizon", "capex_spent", "book_value_at_end"]
+        lines.append(_table(com[cols] if len(com) else com, "{:,.1f}"))
+    else:
+        def after(r) -> str:
+            if not r.months_after_horizon or not np.isfinite(r.months_after_horizon) or r.months_after_horizon <= 0:
+                return "-"
+            if r.pricing == "reserved":
+                return f"{r.months_after_horizon:.1f} mo, {r.owed_after_horizon:,.0f} owed"
+            return f"{r.months_after_horizon:.1f} mo, {r.book_value_at_end:,.0f} book value"
+        short = pd.DataFrame({
+            "offering": com["offering"], "pricing": com["pricing"],
+            "units": [f"{u:g}" + (f" ({n:g} new)" if pd.notna(n) and n > 0 else "")
+                      for u, n in zip(com["units"], com["new_units"])],
+            "gpus": com["gpus"], "from month": com["start_month"],
+            "after the horizon": [after(r) for r in com.itertuples()]})
+        lines.append(_table(short))
     ah = plan.after_horizon()
-    lines.append(f"  after the horizon: {_money(ah['owed_after_horizon'], cur)} still owed on reservations; "
-                 f"{_money(ah['capex_spent'], cur)} spent on servers, {_money(ah['book_value_at_end'], cur)} "
-                 "of it not yet depreciated")
+    lines += _wrap("  after the horizon: ", f"{_money(ah['owed_after_horizon'], cur)} still owed on reservations; "
+                   f"{_money(ah['capex_spent'], cur)} spent on servers, {_money(ah['book_value_at_end'], cur)} "
+                   "of it not yet depreciated", WIDTH if not wide else 10**6)
 
-    lines += ["", "Inference replicas per period"]
+    lines += ["", "Inference replicas per period" + ("" if wide else " (over the periods; --wide: every period)")]
     inf = plan.inference
     if len(inf):
         pv = inf.pivot_table(index=["service", "offering", "config"], columns="period", values="replicas",
                              aggfunc="sum", fill_value=0)
-        pv = pv.reindex(columns=[p for p in periods if p in pv.columns])
-        lines.append(pv.reset_index().to_string(index=False))
+        pv = pv.reindex(columns=periods, fill_value=0)
+        lines.append(pv.reset_index().to_string(index=False) if wide else
+                     series_summary(pv, periods).to_string(index=False))
     else:
         lines.append("  (none)")
 
@@ -165,15 +227,19 @@ def to_table(plan: Plan) -> str:
         lines += ["", "Request routing (rps per bucket and configuration)"]
         rt = plan.routing.pivot_table(index=["service", "bucket", "config", "offering"], columns="period",
                                       values="rps", aggfunc="sum", fill_value=0.0)
-        rt = rt.reindex(columns=[p for p in periods if p in rt.columns])
-        lines.append(rt.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+        rt = rt.reindex(columns=periods, fill_value=0.0)
+        lines.append(rt.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.2f}") if wide else
+                     series_summary(rt, periods, lambda v: f"{v:,.2f}").to_string(index=False))
 
     lines += ["", "Training schedule (cluster hours per period)"]
     lines.append(_table(plan.training[["job", "period", "offering", "mode", "config", "gpus", "hours", "progress"]]
                         if len(plan.training) else plan.training, "{:,.1f}"))
     if len(plan.training_summary):
         lines += ["", "Training jobs"]
-        lines.append(_table(plan.training_summary, "{:,.1f}"))
+        ts = plan.training_summary
+        if not wide:  # the configuration names the GPU type and precision
+            ts = ts.drop(columns=[c for c in ("gpu", "precision") if c in ts.columns])
+        lines.append(_table(ts, "{:,.1f}"))
 
     lines += ["", f"Costs by pricing kind ({cur})"]
     bp = plan.by_pricing()
