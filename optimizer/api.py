@@ -131,7 +131,8 @@ def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),
 
 def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
             gap: float = 1e-6, threads: int | None = None, break_even: bool = True, sensitivity: bool = True,
-            step: float = 0.2, sets=(), scales=(), overrides: Mapping[str, Any] | None = None, **kwargs: Any):
+            step: float = 0.2, offerings=(), rentals=(), sets=(), scales=(),
+            overrides: Mapping[str, Any] | None = None, **kwargs: Any):
     """Rent versus buy: ``gpuopt rentbuy``.
 
     Returns a :class:`~optimizer.studies.rentbuy.RentBuy` (strategies,
@@ -143,7 +144,7 @@ def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
     return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, do_break_even=break_even,
-                   do_sensitivity=sensitivity, step=step)
+                   do_sensitivity=sensitivity, step=step, offerings=list(offerings), rentals=list(rentals))
 
 
 def _reference(efficiency: Mapping[str, float] | None):

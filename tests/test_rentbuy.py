@@ -254,3 +254,35 @@ def test_table_report(tmp_path, audited):
         assert heading in text
     assert "mix beats rent by 24,443 USD" in text  # 67,052.73 − 42,610.05
     assert "buy: no plan meets every constraint" in text
+
+
+def test_only_the_asked_servers_and_fleet_rentals_are_compared(tmp_path):
+    # TINY on the default catalog with buying allowed: the catalog's servers are candidates for the plan,
+    # but the break-even is asked of the file's own server only, unless others are named; the rentals
+    # owning is compared with are never spot and never a catalog's single host (Vast, max_units 1)
+    from optimizer.errors import InputError
+
+    data = copy.deepcopy(TINY)
+    data["catalog"] = ["default"]
+    data["allow"] = {"buy": True}
+    pr = load_problem(write_problem(tmp_path, data))
+    assert "owned-h100-sxm-8x-dc1" in pr.offerings.index
+    assert rb.owned_to_assess(pr) == ["own"]
+    assert rb.owned_to_assess(pr, ["owned-h100-sxm-8x-dc1"]) == ["owned-h100-sxm-8x-dc1"]
+    O = pr.offerings
+    everything = list(O.index[O["pricing"] != "owned"])
+    refs = rb.reference_rentals(pr, everything)
+    assert "od" in refs and "res" in refs  # the file's own, whatever their quota
+    assert not any(O.at[r, "pricing"] == "spot" for r in refs)
+    assert not any(r.startswith("vast-") for r in refs) and any(r.startswith("vast-") for r in everything)
+    assert rb.reference_rentals(pr, everything, ["vast-8x-h100-sxm-32-65536-vietnam-vn-as-od"]) == [
+        "vast-8x-h100-sxm-32-65536-vietnam-vn-as-od"]  # named by the user: taken as asked
+    with pytest.raises(InputError) as e:
+        rb.analyse(pr, offerings=["ownn"])
+    assert e.value.suggestion == "own"
+
+
+def test_a_break_even_utilisation_above_one_reads_never_pays():
+    assert rb.verdict(1.41) == "never pays at any utilisation"
+    assert rb.verdict(float("inf")) == "never pays at any utilisation"
+    assert rb.verdict(0.5) == "pays when busy more than 50 % of the time"

@@ -27,8 +27,13 @@ from .solve import exit_code, solver_options
 @click.option("--no-sensitivity", "no_sensitivity", is_flag=True, help="Skip the sensitivity (tornado) re-solves.")
 @click.option("--step", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.2,
               show_default=True, help="Sensitivity: move each input by this share down and up.")
+@click.option("--offering", "offerings", multiple=True, metavar="ID",
+              help="Owned offering to find the break-even of (repeatable; default: the problem file's own).")
+@click.option("--rental", "rentals", multiple=True, metavar="ID",
+              help="Rental to compare owning with (repeatable; default: on-demand and reserved offerings of the "
+                   "same GPU type that can carry a fleet, never spot or a single host).")
 def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_break_even, no_sensitivity, step,
-            sets=(), scales=()) -> None:
+            offerings=(), rentals=(), sets=(), scales=()) -> None:
     """Rent versus buy for PROBLEM: strategies, break-even, cash flows, NPV and sensitivity.
 
     \b
@@ -47,7 +52,8 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     check_output(fmt, output, force)  # before any solve
     pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
     rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
-                 do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step)
+                 do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,
+                 offerings=list(offerings), rentals=list(rentals))
     if fmt == "json":
         text = rb.to_json()
         if output:

@@ -146,7 +146,7 @@ def to_table(rb: RentBuy) -> str:
                       "GPU-hours at which owning costs what renting does)"]
         lines.append(_show(be[["offering", "capex_current", "capex", "capex_margin_pct", "outcome",
                                "utilisation", "on_demand_offering", "utilisation_reserved", "reserved_offering",
-                               "payback_months"]].rename(columns={"capex": "capex_break_even",
+                               "payback_months", "verdict"]].rename(columns={"capex": "capex_break_even",
                                                                   "capex_margin_pct": "margin_pct"}),
                            {"capex_current": _money, "capex_break_even": _money,
                             "margin_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:+.1f} %",

@@ -38,6 +38,7 @@ from ..model.formulation import discount_factors, horizon_end_month, owned_unit_
 from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from ..pipeline import run
 from ..plan import Plan
+from ..errors import InputError
 from ..schema import RENTED_OR_RESERVED
 
 #: Break-even capex is located to within this share of its value.
@@ -493,11 +494,41 @@ def break_even_utilisation(h: dict[str, float], price: float, annuity: bool = Fa
 
 
 UTILISATION_COLUMNS = ["owned", "gpu", "rental", "pricing", "price_per_gpu_hour", "owned_per_gpu_hour_full_use",
-                       "utilisation", "utilisation_annuity"]
+                       "utilisation", "utilisation_annuity", "verdict"]
+
+#: rentals that owning is compared with: capacity one can hold for as long as one owns (never spot)
+REFERENCE_KINDS = ("on_demand", "reserved")
+
+
+def verdict(u: float) -> str:
+    """What a break-even utilisation means for a buyer."""
+    if not math.isfinite(u) or u > 1.0:
+        return "never pays at any utilisation"
+    return f"pays when busy more than {100 * u:.0f} % of the time"
+
+
+def reference_rentals(problem: Problem, candidates: list[str], named: list[str] | None = None) -> list[str]:
+    """The rentals owning is compared with.
+
+    The ones the user ``named``; otherwise on-demand and reserved offerings
+    (never spot: it can be taken away), and of a catalog's only those that
+    could carry a fleet: a single rentable unit (``max_units`` 1, e.g. one
+    marketplace host) is no baseline for buying servers. The problem file's
+    own rentals always count: the user put them there.
+    """
+    O = problem.offerings
+    if named:
+        return [r for r in named if r in O.index]
+    catalog = O["from_catalog"].astype(bool) if "from_catalog" in O else pd.Series(False, index=O.index)
+
+    def single_host(r: str) -> bool:
+        return bool(catalog[r]) and pd.notna(O.at[r, "max_units"]) and float(O.at[r, "max_units"]) <= 1
+
+    return [r for r in candidates if O.at[r, "pricing"] in REFERENCE_KINDS and not single_host(r)]
 
 
 def utilisation_table(problem: Problem, owned: list[str], rentals: list[str]) -> pd.DataFrame:
-    """Break-even utilisation of every owned offering against every rental of its GPU type."""
+    """Break-even utilisation of every owned offering against every given rental of its GPU type."""
     O = problem.offerings
     rows = []
     for oid in owned:
@@ -509,10 +540,11 @@ def utilisation_table(problem: Problem, owned: list[str], rentals: list[str]) ->
             if r["gpu"] != o["gpu"] or r["pricing"] not in RENTED_OR_RESERVED:
                 continue
             p = _rental_price_per_gpu_hour(r)
+            u = break_even_utilisation(h, p)
             rows.append({"owned": oid, "gpu": o["gpu"], "rental": rid, "pricing": r["pricing"],
                          "price_per_gpu_hour": p, "owned_per_gpu_hour_full_use": full,
-                         "utilisation": break_even_utilisation(h, p),
-                         "utilisation_annuity": break_even_utilisation(h, p, annuity=True)})
+                         "utilisation": u, "utilisation_annuity": break_even_utilisation(h, p, annuity=True),
+                         "verdict": verdict(u)})
     df = pd.DataFrame(rows, columns=UTILISATION_COLUMNS)
     return df.sort_values(["owned", "price_per_gpu_hour"], ignore_index=True)
 
@@ -574,22 +606,40 @@ def payback_full_use(h: dict[str, float], G: int, capex: float, price: float) ->
 
 BREAK_EVEN_COLUMNS = [
     "offering", "gpu", "capex", "capex_tested_above", "capex_current", "capex_margin_pct", "new_units_current",
-    "new_units_at_break_even", "outcome", "solves", "utilisation", "utilisation_annuity", "on_demand_offering",
+    "new_units_at_break_even", "outcome", "solves", "utilisation", "utilisation_annuity", "verdict",
+    "on_demand_offering",
     "on_demand_per_gpu_hour", "utilisation_reserved", "utilisation_reserved_annuity", "reserved_offering",
     "reserved_per_gpu_hour", "owned_per_gpu_hour_full_use", "payback_months", "payback_months_full_use",
     "payback_note", "note"]
 
 
-def break_even_table(problem: Problem, base: Plan, solve: Solver | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def owned_to_assess(problem: Problem, offerings: list[str] | None = None) -> list[str]:
+    """The owned offerings a break-even is asked of: ``offerings`` when given, else the problem file's own.
+
+    A catalog's servers (``allow: {buy: true}``) are candidates for the
+    plan, but nobody asked what they would have to cost: they are assessed
+    only when named.
+    """
+    O = problem.offerings
+    if offerings:
+        return [o for o in offerings if o in O.index and O.at[o, "pricing"] == "owned"]
+    catalog = O["from_catalog"].astype(bool) if "from_catalog" in O else pd.Series(False, index=O.index)
+    return [o for o in owned_ids(problem) if not catalog[o]]
+
+
+def break_even_table(problem: Problem, base: Plan, solve: Solver | None, offerings: list[str] | None = None,
+                     rentals: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Break-even capex (solves, unless ``solve`` is None), utilisation and payback per owned offering.
 
-    Only owned offerings some workload can use; rentals likewise.
+    The owned offerings asked about: ``offerings`` when given, else those
+    the problem file defines (not a catalog's) that some workload can use.
+    Each is compared with :func:`reference_rentals` (``rentals`` when given).
     """
     O = problem.offerings
     usable = usable_offerings(base)
-    owned = [o for o in owned_ids(problem) if o in usable]
-    rentals = [r for r in O.index[O["pricing"].isin(RENTED_OR_RESERVED)] if r in usable]
-    util = utilisation_table(problem, owned, rentals)
+    owned = [o for o in owned_to_assess(problem, offerings) if o in usable]
+    candidates = [r for r in O.index[O["pricing"].isin(RENTED_OR_RESERVED)] if r in usable]
+    util = utilisation_table(problem, owned, reference_rentals(problem, candidates, rentals))
     rows = []
     for oid in owned:
         o = O.loc[oid]
@@ -605,7 +655,7 @@ def break_even_table(problem: Problem, base: Plan, solve: Solver | None) -> tupl
             r = od.iloc[0]
             od_price = float(r["price_per_gpu_hour"])
             row.update(utilisation=r["utilisation"], utilisation_annuity=r["utilisation_annuity"],
-                       on_demand_offering=r["rental"], on_demand_per_gpu_hour=od_price,
+                       verdict=r["verdict"], on_demand_offering=r["rental"], on_demand_per_gpu_hour=od_price,
                        payback_months_full_use=payback_full_use(h, int(o["gpus_per_unit"]), float(o["capex"]),
                                                                 od_price))
         if len(rs):
@@ -793,8 +843,23 @@ class RentBuy:
 
 def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
             threads: int | None = None, do_break_even: bool = True, do_sensitivity: bool = True,
-            step: float = 0.2) -> RentBuy:
-    """Strategies, then (when the mix has a plan) break-even, cash flows and sensitivity."""
+            step: float = 0.2, offerings: list[str] | None = None, rentals: list[str] | None = None) -> RentBuy:
+    """Strategies, then (when the mix has a plan) break-even, cash flows and sensitivity.
+
+    ``offerings``: the owned offerings to find the break-even of (default:
+    the problem file's own); ``rentals``: the rentals to compare them with
+    (default: :func:`reference_rentals`).
+    """
+    O = problem.offerings
+    for oid in [*(offerings or []), *(rentals or [])]:
+        if oid not in O.index:
+            from ..errors import unknown_name
+
+            raise unknown_name("offering", oid, list(O.index), field="--offering/--rental", value=oid)
+    for oid in offerings or []:
+        if O.at[oid, "pricing"] != "owned":
+            raise InputError(f"{oid} is not an owned offering", field="--offering", value=oid,
+                             allowed=", ".join(owned_ids(problem)) or "(no owned offerings)")
     t0 = time.perf_counter()
     solve, _ = make_solver(problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
     strat, plans, units = compare_strategies(problem, solve)
@@ -804,7 +869,8 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
         out.notes.append(f"the mix has no plan ({mix.status.value}): {mix.result.message}")
         out.seconds = time.perf_counter() - t0
         return out
-    out.break_even, out.utilisation = break_even_table(problem, mix, solve if do_break_even else None)
+    out.break_even, out.utilisation = break_even_table(problem, mix, solve if do_break_even else None,
+                                                       offerings=offerings, rentals=rentals)
     out.cash_flows = cash_flows(mix)
     npv = float(out.cash_flows["items"]["pv"].sum())
     if not math.isclose(npv, mix.npv, rel_tol=1e-9, abs_tol=1e-6):
