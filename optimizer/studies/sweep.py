@@ -513,6 +513,9 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
               executor: str = "local", scheduler: str | None = None, progress: bool = False) -> Sweep:
     """Solve the problem file at every point of the grid of ``dims`` (:func:`parse_vary`, :func:`parse_vary_scale`).
 
+    With ``workers`` > 1 on this machine and no ``threads``, each solve gets
+    the machine's CPUs divided by the workers.
+
     Every point's overlays are applied before any solve, so a bad path or
     selector is an :class:`~optimizer.errors.InputError` at once, naming
     the point.
@@ -524,6 +527,11 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     raw = read_raw(problem)
     base_raw = overlay(raw, file, sets, scales)
     combos = grid(dims)
+    if threads is None and workers > 1 and executor != "dask":
+        # parallel workers on this machine share its CPUs instead of each solver taking all of them
+        import os
+
+        threads = max(1, (os.cpu_count() or 1) // workers)
     tasks = []
     currency, name, objective_kind = None, None, None
     for i, vals in enumerate(combos):
