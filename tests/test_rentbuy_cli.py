@@ -93,8 +93,7 @@ def test_xlsx_one_sheet_per_table_and_refuses_to_overwrite(tmp_path, audited):
     r = invoke(p, "--format", "xlsx", "-o", book, "--no-sensitivity", "--no-break-even")
     assert r.exit_code == 0, r.output
     sheets = pd.read_excel(book, sheet_name=None)
-    assert list(sheets) == list(rb_render.TABLES)
-    assert sheets["cash_flows_yearly"]["net_cash_out"].tolist() == pytest.approx([21_336, 28_856, -6_000])
+    assert list(sheets) == [*rb_render.TABLES, "assumptions"]
     assert sheets["break_even"]["outcome"].tolist() == ["not computed"]
     before = book.stat().st_mtime_ns
     again = invoke(p, "--format", "xlsx", "-o", book)
@@ -102,6 +101,47 @@ def test_xlsx_one_sheet_per_table_and_refuses_to_overwrite(tmp_path, audited):
     assert book.stat().st_mtime_ns == before
     bad = invoke(p, "--format", "xlsx", "-o", tmp_path / "rentbuy.csv")
     assert bad.exit_code == 2 and ".xlsx" in bad.output
+
+
+def test_the_workbook_is_formatted_for_finance_and_its_formulas_give_gpuopts_numbers(tmp_path, audited):
+    import openpyxl
+    from pycel import ExcelCompiler
+
+    p = write_problem(tmp_path, TINY)
+    book = tmp_path / "rentbuy.xlsx"
+    assert invoke(p, "--format", "xlsx", "-o", book, "--no-sensitivity").exit_code == 0
+    result = rb.analyse(load_problem(p), solver=SOLVER, do_sensitivity=False)
+    wb = openpyxl.load_workbook(book)
+    for ws in wb.worksheets:
+        assert ws.freeze_panes == "A2" and ws["A1"].font.bold, ws.title
+    head = {c.value: c.column_letter for c in wb["cash_flows_monthly"][1]}
+    assert "net_cash_out (USD)" in head and "pv (USD)" in head and "discount_factor" in head
+    monthly = wb["cash_flows_monthly"]
+    assert monthly[f"{head['capex (USD)']}2"].number_format == "#,##0.00"
+    assert str(monthly[f"{head['pv (USD)']}2"].value).startswith("=")  # a live formula, not a number
+    util = wb["break_even"]
+    uh = {c.value: c.column_letter for c in util[1]}
+    assert util[f"{uh['utilisation (%)']}2"].number_format == "0.0%"
+    strat = wb["strategies"]
+    sh = {c.value: c.column_letter for c in strat[1]}
+    # vs_best_pct is a percentage in JSON (4.5 = 4.5 %) and a fraction shown as a percentage here
+    mix_row = next(r for r in range(2, strat.max_row + 1) if strat[f"A{r}"].value == "rent")
+    expect = result.strategies.set_index("name").at["rent", "vs_best_pct"]
+    got = strat[f"{sh['vs_best_pct (%)']}{mix_row}"]
+    assert got.number_format == "0.0%" and got.value == pytest.approx(expect / 100)
+    # the formulas, evaluated, give gpuopt's numbers: NPV and each year's net cash out (21,336, 28,856,
+    # -6,000 by hand in test_rentbuy)
+    xl = ExcelCompiler(filename=str(book))
+    npv_cell = f"cash_flows_monthly!{head['pv (USD)']}{monthly.max_row}"
+    assert monthly[f"A{monthly.max_row}"].value == "NPV"
+    assert xl.evaluate(npv_cell) == pytest.approx(MIX_NPV)
+    yearly = wb["cash_flows_yearly"]
+    yh = {c.value: c.column_letter for c in yearly[1]}
+    years = [xl.evaluate(f"cash_flows_yearly!{yh['net_cash_out (USD)']}{r}") for r in range(2, yearly.max_row + 1)]
+    assert years == pytest.approx([21_336, 28_856, -6_000])
+    assumptions = pd.read_excel(book, sheet_name="assumptions")
+    capex = assumptions[(assumptions["item"] == "own") & (assumptions["name"] == "capex")]
+    assert capex["value"].tolist() == [10_000] and capex["unit"].iloc[0] == "USD per unit"
 
 
 def test_set_option_and_infeasible_mix_exit_code(tmp_path, audited):

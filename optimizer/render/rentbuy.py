@@ -237,14 +237,165 @@ def write_csv(rb: RentBuy, out_dir, force: bool = False) -> list:
     return paths
 
 
+#: workbook column kinds: how a column is formatted and what unit its header names
+CURRENCY_COLUMNS = {"capex", "capex_tested_above", "capex_current", "book_value", "rental", "reservation", "upfront",
+                    "fixed", "energy", "net_cash_out", "pv", "cumulative_cash", "cumulative_pv", "cash", "objective",
+                    "total_cost", "npv", "vs_best", "mix_objective", "mix_total_cost", "mix_npv", "cost",
+                    "owed_after_horizon", "capex_spent", "book_value_at_end", "objective_base", "objective_low",
+                    "objective_high", "delta_low", "delta_high", "swing", "npv_low", "npv_high", "total_cost_low",
+                    "total_cost_high"}
+PER_GPU_HOUR_COLUMNS = {"price_per_gpu_hour", "owned_per_gpu_hour_full_use", "on_demand_per_gpu_hour",
+                        "reserved_per_gpu_hour"}
+#: fractions, shown as percentages
+FRACTION_COLUMNS = {"utilisation", "utilisation_annuity", "utilisation_reserved", "utilisation_reserved_annuity",
+                    "discount_rate"}
+#: percentages in the JSON (4.5 = 4.5 %): divided by 100 in the workbook so every percentage is one kind
+PERCENT_COLUMNS = {"vs_best_pct", "capex_margin_pct"}
+MONTH_COLUMNS = {"payback_months", "payback_months_full_use", "months_after_horizon", "horizon_months", "term_months"}
+HOUR_COLUMNS = {"horizon_hours", "gpu_hours_used"}
+
+
+def _unit(col: str, cur: str) -> tuple[str | None, str | None]:
+    """(unit for the header, Excel number format) of a column."""
+    if col in CURRENCY_COLUMNS:
+        return cur, "#,##0.00"
+    if col in PER_GPU_HOUR_COLUMNS:
+        return f"{cur} per GPU-hour", "#,##0.0000"
+    if col in FRACTION_COLUMNS or col in PERCENT_COLUMNS:
+        return "%", "0.0%"
+    if col in MONTH_COLUMNS:
+        return "months", "0.0"
+    if col in HOUR_COLUMNS:
+        return "hours", "#,##0"
+    if col == "discount_factor":
+        return None, "0.000000"
+    return None, None
+
+
+def _assumptions(rb: RentBuy) -> pd.DataFrame:
+    """Every input the analysis rests on, with its value, unit and source."""
+    pr = rb.problem
+    rows = [("problem", "currency", pr.currency, "", pr.file),
+            ("problem", "objective", pr.objective, "", pr.file),
+            ("problem", "discount_rate", pr.discount_rate, "per year", pr.file),
+            ("problem", "horizon_months", pr.horizon_months, "months", pr.file),
+            ("problem", "catalog_version", pr.catalog_version, "", "catalogs/VERSION")]
+    O = pr.offerings
+    used = set()
+    for plan in rb.plans.values():
+        if plan.status.has_plan:
+            used |= set(plan.usage["offering"])
+    if rb.break_even is not None:
+        used |= set(rb.break_even["offering"].dropna())
+    if rb.utilisation is not None:
+        used |= set(rb.utilisation["rental"].dropna())
+    fields = {"price_per_hour": f"{pr.currency} per unit-hour", "upfront": pr.currency, "term_months": "months",
+              "capex": f"{pr.currency} per unit", "lifetime_years": "years", "residual_fraction": "fraction",
+              "power_kw": "kW per unit, busy", "idle_power_fraction": "fraction", "pue": "ratio",
+              "electricity_per_kwh": f"{pr.currency} per kWh", "fixed_per_month": f"{pr.currency} per unit-month",
+              "gpus_per_unit": "GPUs", "max_units": "units"}
+    for oid in sorted(used & set(O.index)):
+        o = O.loc[oid]
+        src = o.get("source")
+        source = f"{src} ({o.get('date')})" if isinstance(src, str) and src else pr.file
+        for f, unit in fields.items():
+            v = o.get(f)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                rows.append((oid, f, v, unit, source))
+    return pd.DataFrame(rows, columns=["item", "name", "value", "unit", "source"])
+
+
 def write_xlsx(rb: RentBuy, path, force: bool = False):
-    """One sheet per table (named as the table) in one workbook; refuses to overwrite unless ``force``."""
+    """A workbook for finance: one sheet per table, formatted, with live formulas for the cash flows.
+
+    Every sheet has its header frozen, units in the headers, currency and
+    percentage formats (fractions and percentages both as percentages) and
+    fitted column widths. On ``cash_flows_monthly`` the present value of each
+    month is ``net_cash_out × discount_factor``, the cumulative columns are
+    running sums, and a totals row and the NPV are formulas over the flows;
+    ``cash_flows_yearly`` sums the monthly sheet per year (``SUMIF``). An
+    ``assumptions`` sheet lists every input with its unit and source.
+    Refuses to overwrite unless ``force``.
+    """
     from pathlib import Path
+
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
 
     check_output("xlsx", path, force)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    cur = rb.problem.currency
+    sheets = dict(tables(rb))
+    sheets["assumptions"] = _assumptions(rb)
     with pd.ExcelWriter(path, engine="openpyxl") as xw:
-        for name, df in tables(rb).items():
+        for name, df in sheets.items():
+            df = df.copy()
+            for c in PERCENT_COLUMNS & set(df.columns):
+                df[c] = pd.to_numeric(df[c], errors="coerce") / 100.0
             df.to_excel(xw, sheet_name=name, index=False)
+            ws = xw.sheets[name]
+            cols = list(df.columns)
+            letter = {c: get_column_letter(i + 1) for i, c in enumerate(cols)}
+            n = len(df)
+            if name == "cash_flows_monthly" and n:
+                _monthly_formulas(ws, letter, n)
+            if name == "cash_flows_yearly" and n:
+                _yearly_formulas(ws, letter, n, len(sheets["cash_flows_monthly"]))
+            for i, c in enumerate(cols, start=1):
+                unit, fmt = _unit(c, cur) if name != "assumptions" else (None, None)
+                head = ws.cell(row=1, column=i)
+                head.value = f"{c} ({unit})" if unit else c
+                head.font = Font(bold=True)
+                if fmt:
+                    for row in ws.iter_rows(min_row=2, max_row=ws.max_row, min_col=i, max_col=i):
+                        row[0].number_format = fmt
+                width = max([len(str(head.value))] + [len(f"{v:,.2f}") if isinstance(v, float) else len(str(v))
+                                                      for v in df[c].head(200)]) if n else len(str(head.value))
+                ws.column_dimensions[get_column_letter(i)].width = min(60, width + 2)
+            ws.freeze_panes = "A2"
     return path
+
+
+def _monthly_formulas(ws, letter: dict, n: int) -> None:
+    """pv = net_cash_out × discount_factor, running sums, a totals row and the NPV, as formulas."""
+    from openpyxl.styles import Font
+
+    L = letter
+    last = n + 1
+    for r in range(2, last + 1):
+        ws[f"{L['pv']}{r}"] = f"={L['net_cash_out']}{r}*{L['discount_factor']}{r}"
+        ws[f"{L['cumulative_cash']}{r}"] = (f"={L['net_cash_out']}{r}" if r == 2 else
+                                            f"={L['cumulative_cash']}{r - 1}+{L['net_cash_out']}{r}")
+        ws[f"{L['cumulative_pv']}{r}"] = (f"={L['pv']}{r}" if r == 2 else
+                                          f"={L['cumulative_pv']}{r - 1}+{L['pv']}{r}")
+    total = last + 2
+    ws[f"A{total}"] = "total"
+    ws[f"A{total}"].font = Font(bold=True)
+    for c in ("capex", "book_value", "rental", "reservation", "upfront", "fixed", "energy", "net_cash_out", "pv"):
+        ws[f"{L[c]}{total}"] = f"=SUM({L[c]}2:{L[c]}{last})"
+        ws[f"{L[c]}{total}"].font = Font(bold=True)
+    ws[f"A{total + 1}"] = "NPV"
+    ws[f"A{total + 1}"].font = Font(bold=True)
+    ws[f"{L['pv']}{total + 1}"] = f"=SUMPRODUCT({L['net_cash_out']}2:{L['net_cash_out']}{last},"\
+                                  f"{L['discount_factor']}2:{L['discount_factor']}{last})"
+    ws[f"{L['pv']}{total + 1}"].font = Font(bold=True)
+
+
+def _yearly_formulas(ws, letter: dict, n: int, monthly_rows: int) -> None:
+    """Each year's flows and present value: SUMIF over the monthly sheet's rows of that year."""
+    L = letter
+    m_last = monthly_rows + 1
+    # monthly sheet columns: month, year, capex, book_value, rental, reservation, upfront, fixed, energy,
+    # net_cash_out, discount_factor, pv (MONTHLY_COLUMNS order)
+    from openpyxl.utils import get_column_letter
+
+    mcol = {c: get_column_letter(i + 1) for i, c in enumerate(MONTHLY_COLUMNS)}
+    for r in range(2, n + 2):
+        for c in ("capex", "book_value", "rental", "reservation", "upfront", "fixed", "energy", "net_cash_out", "pv"):
+            ws[f"{L[c]}{r}"] = (f"=SUMIF(cash_flows_monthly!${mcol['year']}$2:${mcol['year']}${m_last},"
+                                f"{L['year']}{r},cash_flows_monthly!${mcol[c]}$2:${mcol[c]}${m_last})")
+        ws[f"{L['cumulative_cash']}{r}"] = (f"={L['net_cash_out']}{r}" if r == 2 else
+                                            f"={L['cumulative_cash']}{r - 1}+{L['net_cash_out']}{r}")
+        ws[f"{L['cumulative_pv']}{r}"] = (f"={L['pv']}{r}" if r == 2 else
+                                          f"={L['cumulative_pv']}{r - 1}+{L['pv']}{r}")
