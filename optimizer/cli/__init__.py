@@ -22,6 +22,7 @@ from . import catalog as _catalog  # noqa: E402
 from . import estimate as _estimate  # noqa: E402
 from . import schema as _schema  # noqa: E402
 from . import rentbuy as _rentbuy  # noqa: E402
+from . import report as _report  # noqa: E402
 from . import solve as _solve  # noqa: E402
 from . import validate as _validate  # noqa: E402
 from . import sweep as _sweep  # noqa: E402
@@ -35,3 +36,4 @@ main.add_command(_sweep.sweep)
 main.add_command(_validate.validate)
 main.add_command(_schema.schema)
 main.add_command(_rentbuy.rentbuy)
+main.add_command(_report.report)

@@ -22,6 +22,8 @@ from .solve import exit_code, solver_options
               help="csv: a directory (one CSV per table); xlsx: a .xlsx file (one sheet per table); "
                    "json: a file instead of stdout.")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the analysis as one self-contained HTML page (gpuopt report).")
 @click.option("--no-break-even", "no_break_even", is_flag=True,
               help="Skip the break-even capex search (the closed-form utilisation and payback stay).")
 @click.option("--no-sensitivity", "no_sensitivity", is_flag=True, help="Skip the sensitivity (tornado) re-solves.")
@@ -32,8 +34,8 @@ from .solve import exit_code, solver_options
 @click.option("--rental", "rentals", multiple=True, metavar="ID",
               help="Rental to compare owning with (repeatable; default: on-demand and reserved offerings of the "
                    "same GPU type that can carry a fleet, never spot or a single host).")
-def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_break_even, no_sensitivity, step,
-            offerings=(), rentals=(), sets=(), scales=()) -> None:
+def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_file, no_break_even,
+            no_sensitivity, step, offerings=(), rentals=(), sets=(), scales=()) -> None:
     """Rent versus buy for PROBLEM: strategies, break-even, cash flows, NPV and sensitivity.
 
     \b
@@ -50,6 +52,9 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
     if fmt == "table" and output:
         fail_usage("-o is for --format csv, xlsx or json")
     check_output(fmt, output, force)  # before any solve
+    from .report import check_html_target, write_html
+
+    check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
     rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                  do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,
@@ -70,6 +75,8 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, no_br
         click.echo(f"wrote {path}", err=True)
     else:
         click.echo(to_table(rb))
+    if html_file:
+        click.echo(f"wrote {write_html(rb.to_dict(), html_file, force)}", err=True)
     if not rb.mix.status.has_plan:
         click.echo(f"{rb.mix.status.value}: {rb.mix.result.message}", err=True)
     sys.exit(exit_code(rb.mix.status))

@@ -42,18 +42,25 @@ def solver_options(f):
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for --format csv (one CSV per table).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the plan as one self-contained HTML page (gpuopt report).")
 @click.option("--wide", is_flag=True, help="Table format: one column per period (default: each row summarised "
               "to fit 100 columns).")
 @click.option("--allow-audit-failure", is_flag=True,
               help="Exit 0 even when the plan fails its audit (for debugging gpuopt itself; such a plan is a bug).")
 @overlay_options
-def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, wide, allow_audit_failure, sets,
-          scales) -> None:
+def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_file, wide, allow_audit_failure,
+          sets, scales) -> None:
     """Solve PROBLEM and print the cheapest plan."""
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
+    from .report import check_html_target, write_html
+
+    check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, scales=scales)
     plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    if html_file:
+        click.echo(f"wrote {write_html(plan.to_dict(), html_file, force)}", err=True)
     if fmt == "json":
         click.echo(to_json(plan))
     elif fmt == "csv":

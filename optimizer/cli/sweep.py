@@ -26,9 +26,11 @@ from .whatif import worst_exit
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Draw the objective and the mix against the varied values (PNG).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the sweep as one self-contained HTML page (gpuopt report).")
 @solver_options
 @parallel_options
-def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, force, solver, time_limit, gap,
+def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, force, html_file, solver, time_limit, gap,
           threads, workers, executor, scheduler) -> None:
     """Solve PROBLEM at every point of a grid of varied values.
 
@@ -51,6 +53,9 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
     if executor != "dask" and scheduler:
         fail_usage("--scheduler needs --executor dask")
     check_outputs(out_dir, plot_file, force)
+    from .report import check_html_target, write_html
+
+    check_html_target(html_file, force)
 
     sw = run_sweep(problem, dims, sets=sets, scales=scales, solver=solver, time_limit=time_limit, gap=gap,
                    threads=threads, workers=workers, executor=executor, scheduler=scheduler,
@@ -69,6 +74,8 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
         click.echo(sw.to_json())
     elif fmt == "table":
         click.echo(render_table(dims, pts, bps, currency, header))
+    if html_file:
+        written.append(write_html(sw.to_dict(), html_file, force))
     for w in written:
         click.echo(f"wrote {w}", err=True)
     bad = [p for p in pts if p["objective"] is None]

@@ -42,10 +42,13 @@ def worst_exit(statuses) -> int:
 @click.option("--scenarios", "scenario_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="A YAML file of named scenarios (a list of {name, set, scale, description}).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write the comparison as one self-contained HTML page (one change; gpuopt report).")
+@click.option("--force", is_flag=True, help="Overwrite the --html file if it exists.")
 @solver_options
 @parallel_options
-def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, time_limit, gap, threads,
-           workers, executor, scheduler) -> None:
+def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, force, solver, time_limit, gap,
+           threads, workers, executor, scheduler) -> None:
     """Solve PROBLEM as it is and as changed; show what changed.
 
     \b
@@ -78,7 +81,12 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, solver, tim
             ch = Change("scenario", list(sets), list(scales))
             new_raw = overlay(raw, file, sets, scales)
         base_pr, new_pr = build(raw, file), build(new_raw, file)
+        from .report import check_html_target, write_html
+
+        check_html_target(html_file, force)
         result = WhatIf(ch, run(base_pr, **opts), run(new_pr, **opts))
+        if html_file:
+            click.echo(f"wrote {write_html(result.to_dict(), html_file, force)}", err=True)
         base, new, delta = result.base, result.scenario, result.delta
         if fmt == "json":
             click.echo(result.to_json())

@@ -64,6 +64,8 @@ def plan_dict(plan: Plan) -> dict:
         "build_seconds": round(r.build_seconds, 4),
         "catalog_version": pr.catalog_version,
         "horizon_hours": pr.horizon_hours,
+        "periods": [{"period": str(k), "month": int(v["month"]), "hours": float(v["hours"])}
+                    for k, v in pr.periods.iterrows()],
         "commitments": records(plan.commitments) if has else [],
         "inference": records(plan.inference) if has else [],
         "routing": records(plan.routing) if has else [],
