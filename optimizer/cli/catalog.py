@@ -263,6 +263,43 @@ def check_cmd(catalogs, fmt) -> None:
         sys.exit(1)
 
 
+@catalog.command("refresh")
+@click.option("--skypilot", "skypilot", required=True, type=click.Path(file_okay=False, exists=True),
+              help="A directory of <cloud>/vms.csv (SkyPilot's catalog layout: aws, gcp, azure, lambda, runpod, vast).")
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False), default=None,
+              help="Offering directory to compare with and write (default: the shipped catalogs/offerings).")
+@click.option("--date", default=None, help="When the prices were observed (default: today).")
+@click.option("--threshold", type=click.FloatRange(min=0), default=0.05, show_default=True,
+              help="Report prices that moved by more than this share.")
+@click.option("--dry-run", is_flag=True, help="Print the diff only; write nothing.")
+@click.option("--force", is_flag=True, help="Write over the existing offering files.")
+def refresh_cmd(skypilot, out, date, threshold, dry_run, force) -> None:
+    """Rebuild the rented offerings from fresh SkyPilot price files; print what changed, then write."""
+    from ..importers.refresh import refresh, write
+
+    if date is not None and not _DATE_RE.match(date):
+        raise InputError("date must be YYYY-MM-DD or YYYY-MM", field="--date", value=date)
+    target = Path(out) if out else _catalog.CATALOG_DIR / "offerings"
+    result = refresh(Path(skypilot), target, date=date, threshold=threshold)
+    d = result.diff
+    click.echo(f"{(d['change'] == 'added').sum()} added, {(d['change'] == 'removed').sum()} removed, "
+               f"{(d['change'] == 'price moved').sum()} prices moved by more than {threshold:.0%}")
+    if len(d):
+        click.echo(d.to_string(index=False, na_rep="-"))
+    for line in result.skipped:
+        click.echo(f"skipped: {line}", err=True)
+    for oid, why in result.dropped.items():
+        click.echo(f"left out by the catalog check: {oid}: {why}", err=True)
+    if dry_run:
+        return
+    existing = sorted(target.glob("*.yaml")) if target.exists() else []
+    if existing and not force:
+        raise InputError(f"would overwrite {len(existing)} offering file(s), e.g. {existing[0]}", field="--output",
+                         value=str(target), allowed="--dry-run to see the diff, --force to write")
+    for path in write(result, target):
+        click.echo(f"wrote {path}", err=True)
+
+
 @catalog.command("show")
 @click.argument("name")
 @click.option("--catalog", "catalogs", multiple=True,

@@ -134,8 +134,20 @@ def _r(x: float, nd: int = 4) -> float:
     return float(round(x, nd))
 
 
-def build(data: Path) -> dict[str, list[Offering]]:
-    """All shipped offerings, per provider file name."""
+class MissingPick(Exception):
+    """A picked instance type is not in its price file."""
+
+
+def build(data: Path, skypilot: Path | None = None, date: str | None = None,
+          skipped: list[str] | None = None) -> dict[str, list[Offering]]:
+    """All shipped offerings, per provider file name.
+
+    ``skypilot`` (a directory of ``<cloud>/vms.csv``, e.g. a fresh SkyPilot
+    catalog) replaces the shipped snapshot of every cloud it has, with
+    ``date`` as the observation date; a picked instance type missing from a
+    fresh file is named in ``skipped`` and left out. From the shipped
+    sources a missing pick is an error.
+    """
     fin = _defaults()
     figures = _source_figures(data)
     aliases = gpu_name_map()
@@ -143,10 +155,16 @@ def build(data: Path) -> dict[str, list[Offering]]:
     out: dict[str, list[Offering]] = {}
 
     for provider, picks in PICKS.items():
-        origin, date, note = SNAPSHOTS[provider]
-        path = data / "skypilot-catalog" / provider / "vms.csv"
-        offs, _ = import_skypilot(path, provider, date=date, aliases=aliases, known_gpus=known)
-        rel = f"catalogs/sources/skypilot-catalog/{provider}/vms.csv = {origin}"
+        fresh = skypilot is not None and (skypilot / provider / "vms.csv").exists()
+        if fresh:
+            path = skypilot / provider / "vms.csv"
+            origin, snap_date, note = f"SkyPilot catalog {path}", date, None
+            rel = f"{path} (a SkyPilot vms.csv, prices observed {date})"
+        else:
+            origin, snap_date, note = SNAPSHOTS[provider]
+            path = data / "skypilot-catalog" / provider / "vms.csv"
+            rel = f"catalogs/sources/skypilot-catalog/{provider}/vms.csv = {origin}"
+        offs, _ = import_skypilot(path, provider, date=snap_date, aliases=aliases, known_gpus=known)
         by_key: dict[tuple[str, str, str], Offering] = {}
         for o in offs:
             by_key[(o.instance_type, o.region, o.pricing)] = o
@@ -155,10 +173,16 @@ def build(data: Path) -> dict[str, list[Offering]]:
             if region is None:  # cheapest region of this instance type
                 cands = [o for o in offs if o.instance_type == inst and o.pricing == "on_demand"]
                 if not cands:
+                    if fresh and skipped is not None:
+                        skipped.append(f"{provider}: {inst} is not in {path}")
+                        continue
                     raise SystemExit(f"{provider}: {inst} not in {path}")
                 region = min(cands, key=lambda o: o.price_per_hour).region
             od = by_key.get((inst, region, "on_demand"))
             if od is None:
+                if fresh and skipped is not None:
+                    skipped.append(f"{provider}: no on-demand price for {inst} in {region} in {path}")
+                    continue
                 raise SystemExit(f"{provider}: no on-demand price for {inst} in {region} ({path})")
             od.source = f"{rel}; on-demand Price (cheapest in region)"
             od.notes = "; ".join(p for p in (od.notes, note) if p)
@@ -298,21 +322,27 @@ HEADERS = {
 }
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=_catalog.CATALOG_DIR / "sources",
-                    help="source data directory (default: catalogs/sources)")
-    ap.add_argument("--out", type=Path, default=_catalog.CATALOG_DIR / "offerings")
-    args = ap.parse_args(argv)
-    files = build(args.data)
+def build_checked(data: Path, skypilot: Path | None = None, date: str | None = None,
+                  skipped: list[str] | None = None) -> tuple[dict[str, list[Offering]], dict[str, str]]:
+    """:func:`build`, then topology and supply, then the catalog check.
+
+    Returns the offerings per provider file and what the check left out
+    (offering id -> the rule's message): a price a buyer would reject
+    (``catalogs/check_rules.csv``) is dropped, and the file says which and why.
+    """
+    files = build(data, skypilot=skypilot, date=date, skipped=skipped)
     topo, quotas = topology_rules(), quota_rules()  # catalogs/topology.csv, catalogs/quotas.csv
     files = {p: [annotate(o, topo, quotas) for o in offs] for p, offs in files.items()}
-    # a price a buyer would reject (catalogs/check_rules.csv) is dropped, and the file says which and why
     bad = check([o for offs in files.values() for o in offs])
     price_rules = bad[bad["rule"].isin(["spot-fraction", "reserved-below-on-demand"])]
     dropped = dict(zip(price_rules["offering"], price_rules["message"]))
-    files = {p: [o for o in offs if o.id not in dropped] for p, offs in files.items()}
-    args.out.mkdir(parents=True, exist_ok=True)
+    return {p: [o for o in offs if o.id not in dropped] for p, offs in files.items()}, dropped
+
+
+def write_files(files: dict[str, list[Offering]], dropped: dict[str, str], out: Path) -> list[Path]:
+    """One offering file per provider in ``out``, with its header (what the check left out included)."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
     for provider, offs in files.items():
         header = HEADERS.get(provider, (
             f"{provider} offerings: on-demand and spot prices per unit (instance) per hour"
@@ -323,8 +353,20 @@ def main(argv: list[str] | None = None) -> None:
         if gone:
             header += ("\nLeft out by the catalog check (gpuopt catalog check; catalogs/check_rules.csv):\n"
                        + "\n".join(gone))
-        dump_offering_file(args.out / f"{provider}.yaml", offs, provider=provider, header=header)
-        print(f"{provider}: {len(offs)} offerings -> {args.out / (provider + '.yaml')}")
+        dump_offering_file(out / f"{provider}.yaml", offs, provider=provider, header=header)
+        written.append(out / f"{provider}.yaml")
+    return written
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=_catalog.CATALOG_DIR / "sources",
+                    help="source data directory (default: catalogs/sources)")
+    ap.add_argument("--out", type=Path, default=_catalog.CATALOG_DIR / "offerings")
+    args = ap.parse_args(argv)
+    files, dropped = build_checked(args.data)
+    for path in write_files(files, dropped, args.out):
+        print(f"{path.stem}: {len(files[path.stem])} offerings -> {path}")
 
 
 if __name__ == "__main__":
