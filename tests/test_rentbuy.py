@@ -286,3 +286,18 @@ def test_a_break_even_utilisation_above_one_reads_never_pays():
     assert rb.verdict(1.41) == "never pays at any utilisation"
     assert rb.verdict(float("inf")) == "never pays at any utilisation"
     assert rb.verdict(0.5) == "pays when busy more than 50 % of the time"
+
+
+def test_rentbuy_lists_the_assumptions_its_mix_rests_on(tmp_path):
+    # the mix buys the file's server (MIX_NPV above); mark its capex as an assumption
+    import json
+
+    from optimizer.render.rentbuy import to_dict
+
+    data = copy.deepcopy(TINY)
+    data["offerings"][0]["assumed"] = ["capex"]
+    result = rb.analyse(load_problem(write_problem(tmp_path, data)), solver=SOLVER, do_break_even=False,
+                        do_sensitivity=False)
+    assert rb.new_units(result.mix, "own") >= 1
+    warnings = json.loads(json.dumps(to_dict(result)))["warnings"]
+    assert any(w.startswith("own:") and "capex is an assumption" in w for w in warnings)

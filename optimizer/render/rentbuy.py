@@ -72,7 +72,8 @@ def to_dict(rb: RentBuy) -> dict:
                        "npv": None if rb.cash_flows is None else float(rb.cash_flows["items"]["pv"].sum())},
         "sensitivity": records(t["sensitivity"]),
         "notes": rb.notes,
-        "warnings": rb.problem.warnings,
+        # the problem's warnings, then the mix plan's (commitments beyond the horizon, assumptions it uses)
+        "warnings": rb.problem.warnings + (rb.mix.warnings if rb.mix.status.has_plan else []),
     }
 
 
@@ -118,7 +119,7 @@ def to_table(rb: RentBuy) -> str:
     lines = [f"gpuopt rentbuy: {pr.name}   objective: "
              + (f"npv at {rate}" if pr.objective == "npv" else f"cost (NPV reported at {rate})")
              + f"   horizon {pr.horizon_hours:,.0f} h ({pr.horizon_months:.1f} months)   {cur}"]
-    for w in pr.warnings:
+    for w in pr.warnings + (rb.mix.warnings if rb.mix.status.has_plan else []):
         lines.append(f"warning  {w}")
     s = rb.strategies
     lines += ["", "Strategies (rent: no new owned units; buy: owned capacity only; mix: the optimum)"]
