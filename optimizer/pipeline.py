@@ -21,21 +21,39 @@ from .studies.diagnose import diagnose
 from .studies.precheck import precheck
 
 
+def _periods_text(periods: list[str]) -> str:
+    return periods[0] if len(periods) == 1 else f"{len(periods)} periods ({periods[0]} to {periods[-1]})"
+
+
 def describe_infeasible_rows(rows: dict) -> list[str]:
-    """Readable reasons for constraints that no variable can satisfy."""
+    """Readable reasons for constraints that no variable can satisfy, one per workload and kind.
+
+    Rows of one workload that fail for one reason in many periods make one
+    line naming the periods' span and the range of what they need.
+    """
     out = []
     for block, df in rows.items():
-        for r in df.to_dict("records"):
-            if block == "inference-demand":
-                out.append(
-                    f"inference[{r['service']}] period {r['period']}: demand of {r['rhs']:g} rps"
-                    + (f" (bucket {r['bucket']})" if r.get("bucket") not in (None, "all") else "")
-                    + " but no configuration can serve it on any allowed offering "
-                      "(check regions, spot, GPU types, VRAM and SLOs)")
-            elif block == "inference-min-replicas":
-                out.append(f"inference[{r['service']}] period {r['period']}: min_replicas {r['rhs']:g} "
-                           "but no offering can host a replica")
-            elif block == "training-select-one":
+        recs = df.to_dict("records")
+        if block in ("inference-demand", "inference-min-replicas"):
+            keys = ["service", "bucket"] if block == "inference-demand" else ["service"]
+            groups: dict[tuple, list[dict]] = {}
+            for r in recs:
+                groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+            for key, rs in groups.items():
+                periods = [str(r["period"]) for r in rs]
+                lo, hi = min(r["rhs"] for r in rs), max(r["rhs"] for r in rs)
+                need = f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"
+                if block == "inference-demand":
+                    bucket = key[1]
+                    out.append(f"inference[{key[0]}]" + (f" bucket {bucket}" if bucket not in (None, "all") else "")
+                               + f": demand of {need} rps in {_periods_text(periods)}, but no configuration can "
+                                 "serve it on any allowed offering (check regions, spot, GPU types, VRAM and SLOs)")
+                else:
+                    out.append(f"inference[{key[0]}]: min_replicas {need} in {_periods_text(periods)}, but no "
+                               "offering can host a replica")
+            continue
+        for r in recs:
+            if block == "training-select-one":
                 out.append(f"training[{r['job']}]: no configuration fits any allowed offering")
             else:
                 keys = ", ".join(f"{k}={v}" for k, v in r.items() if k != "rhs")

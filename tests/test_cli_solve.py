@@ -116,8 +116,11 @@ def test_infeasible_exits_1_with_reason(tmp_path):
     # demand that no allowed offering can serve is named with its service and period
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["inference"][0]["profiles"][0]["gpus"] = 16  # a replica wider than any unit
-    r = gpuopt("solve", str(write(tmp_path, data)))
-    assert r.returncode == 1 and "inference[chat]" in r.stderr and "p1" in r.stderr
+    r = gpuopt("solve", str(write(tmp_path, data)))  # the table says why, once, on stdout
+    assert r.returncode == 1 and "inference[chat]" in r.stdout and "p1" in r.stdout
+    assert r.stdout.count("no configuration can serve it") == 1
+    r = gpuopt("solve", str(write(tmp_path, data)), "--format", "json")  # JSON on stdout, the reason on stderr
+    assert r.returncode == 1 and "inference[chat]" in r.stderr
 
 
 def test_set_changes_a_copy_only(tmp_path):

@@ -71,11 +71,10 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     if plan.audit and fmt != "table":  # the table already lists them
         click.echo(f"warning: the plan failed its audit ({len(plan.audit)} violations); first: {plan.audit[0]}",
                    err=True)
-    if not plan.status.has_plan:
+    if not plan.status.has_plan and fmt != "table":  # the table already says it, once, on stdout
         click.echo(f"{plan.status.value}: {plan.result.message}", err=True)
-        if fmt != "table":  # the table already shows the diagnosis on stdout
-            for d in plan.diagnosis or []:
-                click.echo(f"  - {d['kind']}: {d['message']}", err=True)
+        for d in plan.diagnosis or []:
+            click.echo(f"  - {d['kind']}: {d['message']}", err=True)
     if plan.audit and not allow_audit_failure:
         click.echo("internal error, please report: the plan failed its audit (exit 4; "
                    "--allow-audit-failure to exit 0)", err=True)

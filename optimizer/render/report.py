@@ -153,8 +153,11 @@ def to_table(plan: Plan, wide: bool = False) -> str:
     cur = pr.currency
     lines = [
         f"gpuopt plan: {pr.name}   (catalog {pr.catalog_version})",
-        f"status     {r.status.value}" + (f"  ({r.message})" if r.message and not r.status.has_plan else ""),
     ]
+    if r.message and not r.status.has_plan:
+        lines += _wrap(f"status     {r.status.value}: ", r.message, WIDTH if not wide else 10**6)
+    else:
+        lines.append(f"status     {r.status.value}")
     if plan.status.has_plan:
         gap = "-" if r.gap is None else f"{100 * r.gap:.4f} %"
         lines += [
