@@ -422,20 +422,24 @@ def plot(dims: list[Dimension], pts: list[dict], bps: list[dict], path: str, cur
         d = dims[0]
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.values)
         xs = list(d.values) if numeric else list(range(len(d.values)))
-        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
         ys = [p["objective"] if p["objective"] is not None else np.nan for p in pts]
         ax1.plot(xs, ys, "o-", color="tab:blue")
         ax1.set_ylabel(f"objective ({currency})")
         ax1.set_title(title, fontsize=10)
         ax1.grid(alpha=0.3)
         offerings = sorted({o for p in pts for o in p["mix"]})
-        for o in offerings:
-            ax2.step(xs, [p["mix"].get(o, 0) for p in pts], where="mid", label=o)
-        ax2.set_ylabel("units")
+        # equal lines must not hide each other: each offering its own dash and marker, nudged by a hair
+        styles, marks = ["-", "--", "-.", ":"], ["o", "s", "^", "v", "D", "x", "+"]
+        for k, o in enumerate(offerings):
+            nudge = 0.04 * (k - (len(offerings) - 1) / 2)
+            ax2.step(xs, [p["mix"].get(o, 0) + nudge for p in pts], where="mid", label=o,
+                     linestyle=styles[k % len(styles)], marker=marks[k % len(marks)], markersize=3)
+        ax2.set_ylabel("machines in use\n(held or rented, most in any period)")
         ax2.set_xlabel(d.label)
         ax2.grid(alpha=0.3)
-        if offerings:
-            ax2.legend(fontsize=7, loc="best", ncol=2)
+        if offerings:  # beside the plot, never over the lines
+            ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         for b in bps:
             xa, xb = xs[_coords(dims, b["from_index"])[0]], xs[_coords(dims, b["to_index"])[0]]
             for ax in (ax1, ax2):
