@@ -52,3 +52,37 @@ def test_whatif_and_sweep_pages_carry_their_charts(tmp_path):
     assert 'data-chart="fleet"' in page and "offerings[spot].price_per_hour=20" in page
     s = sweep(toy, "offerings[spot].price_per_hour=20:60:3").to_dict()
     assert kind_of(s) == "sweep" and 'data-chart="sweep-objective"' in report_html(s)
+
+
+def test_a_wide_table_is_split_into_blocks_that_repeat_its_keys():
+    import pandas as pd
+
+    from optimizer.render.report import fit_table, wrap_long
+
+    df = pd.DataFrame({"offering": ["a-long-offering-name", "b"], **{f"column_{i}": [1.0, 2.0] for i in range(12)}})
+    text = fit_table(df, width=60)
+    assert max(map(len, text.splitlines())) <= 60
+    blocks = text.split("\n\n")
+    assert len(blocks) > 1 and all(b.splitlines()[0].lstrip().startswith("offering") for b in blocks)
+    assert all(f"column_{i}" in text for i in range(12))  # nothing is dropped
+    assert max(map(len, wrap_long("word " * 40, 30).splitlines())) <= 30
+
+
+def test_whatif_sweep_and_rentbuy_tables_fit_100_columns(tmp_path):
+    from test_rentbuy import TINY
+    from test_whatif_toy import TOY, write
+
+    from conftest import write_problem
+    from optimizer import rentbuy, sweep, whatif
+    from optimizer.render.rentbuy import to_table as rentbuy_table
+    from optimizer.studies.sweep import render_table
+    from optimizer.studies.whatif import render_compare
+
+    toy = write(tmp_path, TOY)
+    w = whatif(toy, sets=["offerings[spot].price_per_hour=20"])
+    s = sweep(toy, "offerings[spot].price_per_hour=20:60:3")
+    r = rentbuy(write_problem(tmp_path, TINY), solver="highs")
+    texts = [render_compare(w.delta, w.base, w.scenario, "spot at 20"),
+             render_table(s.dimensions, s.points, s.break_points, s.currency, "sweep"), rentbuy_table(r)]
+    for text in texts:
+        assert max(map(len, text.splitlines())) <= 100

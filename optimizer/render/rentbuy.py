@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .report import fit_table, wrap_long
 from ..studies.rentbuy import (BREAK_EVEN_COLUMNS, ITEM_COLUMNS, MONTHLY_COLUMNS, SENSITIVITY_COLUMNS,
                                UTILISATION_COLUMNS, YEARLY_COLUMNS, RentBuy)
 
@@ -93,14 +94,14 @@ def _pct(x) -> str:
     return "never" if not math.isfinite(x) else f"{100 * x:.1f} %"
 
 
-def _show(df: pd.DataFrame, formats: dict[str, Callable] | None = None) -> str:
+def _show(df: pd.DataFrame, formats: dict[str, Callable] | None = None, keys: int = 1) -> str:
     if df is None or df.empty:
         return "  (none)"
     d = df.copy()
     for c, f in (formats or {}).items():
         if c in d.columns:
             d[c] = [f(v) for v in d[c]]
-    return d.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.2f}")
+    return fit_table(d, keys=keys)
 
 
 def _bar(lo, hi, base, width: float, span: float) -> str:
@@ -139,7 +140,7 @@ def to_table(rb: RentBuy) -> str:
         lines.append(f"  {r.name}: {r.summary or r.message or r.status}")
     if not rb.mix.status.has_plan:
         lines += ["", *[f"note: {n}" for n in rb.notes]]
-        return "\n".join(lines) + "\n"
+        return wrap_long("\n".join(lines) + "\n")
 
     if rb.break_even is not None and len(rb.break_even):
         be = rb.break_even
@@ -161,7 +162,9 @@ def to_table(rb: RentBuy) -> str:
     if rb.utilisation is not None and len(rb.utilisation):
         lines += ["", "Break-even utilisation against each rental of the same GPU type "
                       "(straight-line as the objective; annuity: capital recovery at the discount rate)"]
-        lines.append(_show(rb.utilisation, {"utilisation": _pct, "utilisation_annuity": _pct}))
+        u = rb.utilisation
+        u = u[["owned", "rental", *[c for c in u.columns if c not in ("owned", "rental")]]]
+        lines.append(_show(u, {"utilisation": _pct, "utilisation_annuity": _pct}, keys=2))
     if rb.cash_flows is not None:
         lines += ["", f"Cash flows of the mix by year ({cur}; positive = paid out; book value = resale at the "
                       "horizon end; monthly in --format json/csv/xlsx)"]
@@ -184,7 +187,7 @@ def to_table(rb: RentBuy) -> str:
                                "owned_units_low": _int, "owned_units_base": _int, "owned_units_high": _int}))
     for n in rb.notes:
         lines.append(f"note: {n}")
-    return "\n".join(lines) + "\n"
+    return wrap_long("\n".join(lines) + "\n")
 
 
 def _refuse_overwrite(paths: list, force: bool, where: str) -> None:

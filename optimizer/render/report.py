@@ -115,6 +115,48 @@ def _wrap(label: str, text: str, width: int = WIDTH) -> list[str]:
                          break_long_words=False, break_on_hyphens=False) or [label.rstrip()]
 
 
+def fit_table(df: pd.DataFrame, width: int = WIDTH, keys: int = 1, float_format=lambda v: f"{v:,.2f}") -> str:
+    """``df`` as text no wider than ``width``: columns that do not fit go to further blocks.
+
+    Each block repeats the first ``keys`` columns (what a row is), so every
+    block reads on its own. A single column wider than ``width`` stays whole.
+    """
+    if df.empty:
+        return "  (none)"
+    text = df.to_string(index=False, float_format=float_format, na_rep="-")
+    if max(map(len, text.splitlines())) <= width:
+        return text
+    key_cols, rest = list(df.columns[:keys]), list(df.columns[keys:])
+    widths = {c: len(df[[c]].to_string(index=False, float_format=float_format, na_rep="-").splitlines()[0]) + 1
+              for c in df.columns}
+    base = sum(widths[c] for c in key_cols)
+    blocks, cur = [], []
+    for c in rest:
+        if cur and base + sum(widths[x] for x in cur) + widths[c] > width:
+            blocks.append(cur)
+            cur = []
+        cur.append(c)
+    if cur:
+        blocks.append(cur)
+    return "\n\n".join(df[key_cols + b].to_string(index=False, float_format=float_format, na_rep="-")
+                       for b in blocks)
+
+
+def wrap_long(text: str, width: int = WIDTH) -> str:
+    """Every line longer than ``width`` wrapped, continuation lines indented under its text."""
+    import textwrap
+
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip())
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=" " * lead,
+                             subsequent_indent=" " * (lead + 2), break_long_words=False, break_on_hyphens=False)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
 def grouped(messages: list[str]) -> list[str]:
     """Messages in first-seen order, each once, with ``(×N)`` where it was repeated."""
     counts: dict[str, int] = {}

@@ -357,7 +357,9 @@ def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> 
 
 def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], currency: str, header: str) -> str:
     df = points_frame(dims, pts, units=False).drop(columns=["index"])
-    lines = [header, df.to_string(index=False, float_format=lambda v: f"{v:,.2f}", na_rep="-"), ""]
+    from ..render.report import fit_table, wrap_long
+
+    lines = [header, fit_table(df, keys=len(dims)), ""]
     if bps:
         lines.append(f"Break points (where the mix changes): {len(bps)}")
         lines += ["  " + break_text(b) for b in bps]
@@ -367,7 +369,7 @@ def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], curren
     if bad:
         lines += ["", f"{len(bad)} point(s) without a plan, e.g. point {bad[0]['index']}: "
                       f"{bad[0]['status']}: {bad[0]['message']}"]
-    return "\n".join(lines) + "\n"
+    return wrap_long("\n".join(lines) + "\n")
 
 
 def output_paths(out_dir: str | None, plot: str | None) -> list[Path]:
