@@ -93,3 +93,39 @@ def bound_error(objective: float, bound: float | None) -> str | None:
         return None
     return (f"the solver reported a bound {bound:.6g} above its own plan's objective {objective:.6g}: "
             "a numerical failure, not a proof")
+
+
+@dataclass
+class Assessed:
+    """A back end's solution as every back end reports it (:func:`assess`)."""
+
+    x: np.ndarray
+    objective: float
+    bound: float | None
+    gap: float | None
+    proven: bool
+    error: str | None = None
+
+
+def assess(c: np.ndarray, c0: float, integer: np.ndarray, x: np.ndarray, bound: float | None, gap: float,
+           completed: bool, bound_is_objective: bool = False) -> Assessed:
+    """Round the integer variables of ``x``, price it, and judge the bound.
+
+    ``bound_is_objective``: the back end solved to optimality without a
+    separate bound (an LP), so the objective is the bound. A bound above the
+    objective beyond tolerance is an ``error`` (:func:`bound_error`); one
+    within it is clipped to the objective. ``proven`` when the back end
+    ``completed`` and the gap is within ``gap``.
+    """
+    x = np.where(integer, np.rint(x), x)
+    objective = float(c @ x + c0)
+    if bound_is_objective:
+        bound = objective
+    bad = bound_error(objective, bound)
+    if bad:
+        return Assessed(x, objective, bound, None, False, bad)
+    if bound is not None:
+        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
+    g = relative_gap(objective, bound)
+    proven = completed and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
+    return Assessed(x, objective, bound, g, proven)

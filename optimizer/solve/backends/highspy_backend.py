@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, bound_error, relative_gap
+from ..result import SolveResult, Status, assess
 
 
 _quiet_lock = threading.Lock()
@@ -156,18 +156,11 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
         return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
-    x = np.asarray(h.getSolution().col_value, dtype=float)
-    x = np.where(a.integer, np.rint(x), x)
-    objective = float(a.c @ x + a.c0)
-    if not mip_model and status == S.kOptimal:
-        bound = objective  # an LP solved to optimality
-    bad = bound_error(objective, bound)
-    if bad:
-        return SolveResult(Status.ERROR, "highs", message=bad, **common)
-    if bound is not None:
-        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
-    g = relative_gap(objective, bound)
-    proven = status == S.kOptimal and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
+    r = assess(a.c, a.c0, a.integer, np.asarray(h.getSolution().col_value, dtype=float), bound, gap,
+               completed=status == S.kOptimal, bound_is_objective=not mip_model and status == S.kOptimal)
+    if r.error:
+        return SolveResult(Status.ERROR, "highs", message=r.error, **common)
+    x, objective, bound, g, proven = r.x, r.objective, r.bound, r.gap, r.proven
     st = Status.OPTIMAL if proven else Status.FEASIBLE
     msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
                                     else "stopped at the target" if target is not None and objective <= target

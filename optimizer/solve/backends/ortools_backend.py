@@ -32,7 +32,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, bound_error, relative_gap
+from ..result import SolveResult, Status, assess
 
 _NAMES = {"scip": "scip", "cp-sat": "sat"}
 
@@ -144,22 +144,14 @@ def solve_ortools(mip: MIP, backend: str = "scip", time_limit: float | None = No
             msg = "no plan within the time limit" if time_limit is not None else f"solver status {status.name}"
         bound = _bound(backend, solver, log, a)  # a proven bound may exist without a plan
         return SolveResult(Status.ERROR, backend, message=msg, bound=bound, **common)
-    x = _values(solver, model, a.n_vars)
-    x = np.where(a.integer, np.rint(x), x)
-    objective = float(a.c @ x + a.c0)
     bound = _bound(backend, solver, log, a)
-    if status == S.OPTIMAL and bound is None and not a.integer.any():
-        bound = objective  # an LP solved to optimality
-    bad = bound_error(objective, bound)
-    if bad:
-        return SolveResult(Status.ERROR, backend, message=bad, **common)
-    if bound is not None:
-        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
-    g = relative_gap(objective, bound)
-    proven = status == S.OPTIMAL and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
-    st = Status.OPTIMAL if proven else Status.FEASIBLE
-    return SolveResult(st, backend, objective=objective, bound=bound, gap=g, x=x,
-                       message="optimal" if proven else "time limit (best plan so far, with its bound)", **common)
+    r = assess(a.c, a.c0, a.integer, _values(solver, model, a.n_vars), bound, gap, completed=status == S.OPTIMAL,
+               bound_is_objective=status == S.OPTIMAL and bound is None and not a.integer.any())
+    if r.error:
+        return SolveResult(Status.ERROR, backend, message=r.error, **common)
+    st = Status.OPTIMAL if r.proven else Status.FEASIBLE
+    return SolveResult(st, backend, objective=r.objective, bound=r.bound, gap=r.gap, x=r.x,
+                       message="optimal" if r.proven else "time limit (best plan so far, with its bound)", **common)
 
 
 def _values(solver, model, n: int) -> np.ndarray:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, bound_error, relative_gap
+from ..result import SolveResult, Status, assess
 
 _RESULT = re.compile(r"^Result - (.*)$", re.M)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
@@ -267,21 +267,14 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         bound = parse_bound(log)
         return SolveResult(Status.ERROR, "cbc", message=msg, bound=None if bound is None else bound + a.c0,
                            **common)
-    x = np.where(a.integer, np.rint(x), x)
-    objective = float(a.c @ x + a.c0)
     completed = first == "Optimal"
     bound = parse_bound(log)
     if bound is not None:
         bound += a.c0  # CBC never saw the constant
-    elif completed:
-        bound = objective
-    bad = bound_error(objective, bound)
-    if bad:
-        return SolveResult(Status.ERROR, "cbc", message=bad, **common)
-    if bound is not None:
-        bound = min(bound, objective)  # within the solver's tolerance only (checked above)
-    g = relative_gap(objective, bound)
-    proven = completed and g is not None and g <= max(gap, 1e-9) * (1 + 1e-6) + 1e-9
-    status = Status.OPTIMAL if proven else Status.FEASIBLE
-    return SolveResult(status, "cbc", objective=objective, bound=bound, gap=g, x=x,
+    r = assess(a.c, a.c0, a.integer, x, bound, gap, completed=completed,
+               bound_is_objective=bound is None and completed)
+    if r.error:
+        return SolveResult(Status.ERROR, "cbc", message=r.error, **common)
+    status = Status.OPTIMAL if r.proven else Status.FEASIBLE
+    return SolveResult(status, "cbc", objective=r.objective, bound=r.bound, gap=r.gap, x=r.x,
                        message=result_line or head, **common)
