@@ -213,6 +213,25 @@ def services(scale: float, rng: np.random.Generator, period_names: list[str], n_
     return out
 
 
+def _profiles(gpus_picked: list[str], fallback: str, sizes: tuple[int, ...], work: float, window_h: float,
+              speed: dict) -> list[dict]:
+    """Measured-style profiles of a job: hours on each picked GPU type and cluster size that finish
+    within 95 % of the window (work in H100-GPU-hours, 0.93 efficiency per doubling beyond 8 GPUs);
+    if none does, the largest cluster of ``fallback`` capped at 90 % of the window."""
+    profiles = []
+    for g in gpus_picked:
+        for gpus in sizes:
+            eff = 0.93 ** math.log2(gpus / 8)
+            hours = work * 3.0 / speed[g] / (gpus * eff)
+            if hours <= window_h * 0.95:
+                profiles.append({"gpu": g, "gpus": gpus, "hours": _r(hours, 2)})
+    if not profiles:
+        n = sizes[-1]
+        hours = min(window_h * 0.9, work * 3.0 / speed[fallback] / n)
+        profiles.append({"gpu": fallback, "gpus": n, "hours": _r(hours, 2)})
+    return profiles
+
+
 def jobs(scale: float, rng: np.random.Generator, P: list[dict]) -> list[dict]:
     n = max(1, int(round(12 * scale)))
     speed = dict((g[0], g[2]) for g in GPUS)
@@ -228,17 +247,8 @@ def jobs(scale: float, rng: np.random.Generator, P: list[dict]) -> list[dict]:
         pick = rng.choice(len(gpu_types), size=min(len(gpu_types), int(rng.integers(2, 4))), replace=False)
         # work in H100-GPU-hours; about a quarter to two thirds of the window on 16 H100s
         work = 16 * window_h * float(rng.uniform(0.25, 0.65))
-        profiles = []
-        for i in sorted(pick):
-            g = gpu_types[i]
-            for gpus in (8, 16, 32, 64):
-                eff = 0.93 ** math.log2(gpus / 8)
-                hours = work * 3.0 / speed[g] / (gpus * eff)
-                if hours <= window_h * 0.95:
-                    profiles.append({"gpu": g, "gpus": gpus, "hours": _r(hours, 2)})
-        if not profiles:
-            g = gpu_types[int(pick[0])]
-            profiles.append({"gpu": g, "gpus": 64, "hours": _r(min(window_h * 0.9, work * 3.0 / speed[g] / 64), 2)})
+        profiles = _profiles([gpu_types[i] for i in sorted(pick)], gpu_types[int(pick[0])], (8, 16, 32, 64), work,
+                             window_h, speed)
         out.append({"name": f"job{k:03d}", "model": model, "tokens": float(work * 1e6),
                     "start_month": start, "deadline_month": deadline, "spot": bool(rng.random() < 0.5),
                     "checkpoint_minutes": 30, "cluster_gpus": [8, 16, 32, 64], "profiles": profiles})
@@ -265,18 +275,8 @@ def large_jobs(scale: float, rng: np.random.Generator, P: list[dict]) -> list[di
         gpu_types = [g for g in TRAIN_GPUS if vram[g] * 32 >= params * 16 / 2]
         pick = rng.choice(len(gpu_types), size=min(len(gpu_types), int(rng.integers(2, 4))), replace=False)
         work = 64 * window_h * float(rng.uniform(0.33, 0.66))
-        profiles = []
-        for i in sorted(pick):
-            g = gpu_types[i]
-            for gpus in (32, 64, 128, 256):
-                eff = 0.93 ** math.log2(gpus / 8)
-                hours = work * 3.0 / speed[g] / (gpus * eff)
-                if hours <= window_h * 0.95:
-                    profiles.append({"gpu": g, "gpus": gpus, "hours": _r(hours, 2)})
-        if not profiles:
-            g = gpu_types[int(pick[0])]
-            profiles.append({"gpu": g, "gpus": 256, "hours": _r(min(window_h * 0.9, work * 3.0 / speed[g] / 256),
-                                                                  2)})
+        profiles = _profiles([gpu_types[i] for i in sorted(pick)], gpu_types[int(pick[0])], (32, 64, 128, 256),
+                             work, window_h, speed)
         out.append({"name": f"big{k:03d}", "model": model, "tokens": float(work * 1e6),
                     "start_month": start, "deadline_month": deadline, "spot": bool(rng.random() < 0.3),
                     "checkpoint_minutes": 30, "cluster_gpus": [32, 64, 128, 256], "profiles": profiles})
