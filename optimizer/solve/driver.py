@@ -177,13 +177,23 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, target=target,
                           start=second.x if second.status.has_plan else None)
     whole.solve_seconds += first.solve_seconds + second.solve_seconds
-    if whole.status.has_plan and bound is not None and (whole.bound is None or whole.bound < bound):
-        whole.bound = min(bound, whole.objective)
-        whole.gap = relative_gap(whole.objective, whole.bound)
-        if whole.gap <= gap + 1e-12:
-            whole.status = Status.OPTIMAL
-            whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
+    if _raise_bound(whole, bound) and whole.gap <= gap + 1e-12:
+        whole.status = Status.OPTIMAL
+        whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
+
+
+def _raise_bound(result: SolveResult, bound: float | None) -> bool:
+    """Raise ``result``'s bound to ``bound`` (a relaxation's proof) where that is higher; the gap follows.
+
+    True when it did. The bound is clipped to the plan's objective, as a
+    back end clips its own (the relaxation's optimum lies below every plan).
+    """
+    if not result.status.has_plan or bound is None or (result.bound is not None and result.bound >= bound):
+        return False
+    result.bound = min(bound, result.objective)
+    result.gap = relative_gap(result.objective, result.bound)
+    return True
 
 
 def _copy(a):
@@ -240,9 +250,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, arrays=a)
         whole.solve_seconds += result.solve_seconds + spent
-        if whole.status.has_plan and bound is not None and (whole.bound is None or whole.bound < bound):
-            whole.bound = min(bound, whole.objective)
-            whole.gap = relative_gap(whole.objective, whole.bound)
+        _raise_bound(whole, bound)
         return whole
     result.solve_seconds += spent
     if not result.status.has_plan:
@@ -262,9 +270,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     if not whole.status.has_plan or whole.objective >= result.objective:
         return result
     whole.solve_seconds += result.solve_seconds
-    if bound is not None and (whole.bound is None or whole.bound < bound):
-        whole.bound = min(bound, whole.objective)
-    whole.gap = relative_gap(whole.objective, whole.bound)
+    _raise_bound(whole, bound)
     if whole.gap is not None and whole.gap <= gap + 1e-12:
         whole.status = Status.OPTIMAL
     whole.message = ("time limit: the whole stable model, started from the plan with configurations fixed "
