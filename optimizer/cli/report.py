@@ -12,30 +12,26 @@ from .overlay_options import overlay_options
 from .solve import exit_code, solver_options
 
 
-def write_html(doc: dict, path: str | Path, force: bool) -> Path:
+def write_html(doc: dict, path: str | Path, force: bool, field: str = "--html") -> Path:
     """Write the page for ``doc`` to ``path``; an existing file only with ``force``."""
     from ..render.html import report_html
 
     path = Path(path)
-    if path.exists() and not force:
-        raise InputError("output file already exists; pass --force to overwrite it", file=str(path),
-                         field="--html/-o")
-    if path.suffix.lower() not in (".html", ".htm"):
-        raise InputError("the report is an HTML file", field="--html/-o", value=str(path), allowed="a path ending in .html")
+    check_html_target(path, force, field)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report_html(doc), encoding="utf-8")
     return path
 
 
-def check_html_target(path, force: bool) -> None:
-    """Refuse a bad --html target before any solve."""
+def check_html_target(path, force: bool, field: str = "--html") -> None:
+    """Refuse a bad HTML target (``field`` names the option) before any solve."""
     if path is None:
         return
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
-        raise InputError("the report is an HTML file", field="--html", value=str(p), allowed="a path ending in .html")
+        raise InputError("the report is an HTML file", field=field, value=str(p), allowed="a path ending in .html")
     if p.exists() and not force:
-        raise InputError("output file already exists; pass --force to overwrite it", file=str(p), field="--html")
+        raise InputError("output file already exists; pass --force to overwrite it", file=str(p), field=field)
 
 
 @click.command()
@@ -52,7 +48,7 @@ def report(source, output, force, solver, time_limit, gap, threads, sets, scales
     """
     from ..render.html import kind_of
 
-    check_html_target(output, force)
+    check_html_target(output, force, "-o")
     src = Path(source)
     doc = None
     if src.suffix.lower() == ".json":
@@ -73,7 +69,7 @@ def report(source, output, force, solver, time_limit, gap, threads, sets, scales
         plan = run(load_problem(source, sets=sets, scales=scales), solver=solver, time_limit=time_limit, gap=gap,
                    threads=threads)
         doc, status = plan.to_dict(), plan.status
-    path = write_html(doc, output, force)
+    path = write_html(doc, output, force, "-o")
     click.echo(f"wrote {path}", err=True)
     if status is not None and exit_code(status):
         raise SystemExit(exit_code(status))
