@@ -32,9 +32,9 @@ from collections.abc import Iterable
 import pandas as pd
 
 from .. import catalog as _catalog
+from ..load import HOURS_PER_MONTH
 from ..schema import Offering
 
-HOURS_PER_MONTH = 730.0
 VIOLATION_COLUMNS = ["rule", "offering", "value", "limit", "message"]
 
 
