@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 from test_whatif_toy import TOY, write
 
+from conftest import assert_audited
+
 import optimizer
 from optimizer import estimate_training, load_problem, rentbuy, solve, sweep, whatif
 
@@ -49,6 +51,7 @@ def test_solve_gives_dataframes_and_the_cli_json_on_the_shipped_example():
     q3 = ROOT / "problems" / "q3-profiled.yaml"
     plan = solve(q3)
     assert plan.status.value == "optimal"
+    assert_audited(plan)
     assert isinstance(plan.inference, pd.DataFrame) and len(plan.inference)
     assert isinstance(plan.by_pricing(), pd.DataFrame)
     assert set(plan.tables()) >= {"commitments", "inference", "training", "usage", "ledger", "by_pricing"}
@@ -89,6 +92,8 @@ def test_a_problem_object_takes_no_overrides():
 def test_whatif_and_sweep_match_the_command_line(tmp_path):
     toy = write(tmp_path, TOY)
     w = whatif(toy, sets=["offerings[spot].price_per_hour=20"])
+    assert_audited(w.base)
+    assert_audited(w.scenario)
     assert w.base.objective == pytest.approx(22_500)  # test_whatif_toy's hand-worked optimum
     assert w.scenario.objective < w.base.objective  # a cheaper spot unit is taken
     assert untimed(w.to_dict()) == untimed(cli_json("whatif", toy, "--set", "offerings[spot].price_per_hour=20"))
@@ -103,6 +108,8 @@ def test_rentbuy_returns_tables_and_json(tmp_path):
     from test_rentbuy import TINY
 
     rb = rentbuy(write(tmp_path, TINY), solver="highs", sensitivity=False, break_even=False)
+    for plan in rb.plans.values():
+        assert_audited(plan)
     tables = rb.tables()
     assert all(isinstance(t, pd.DataFrame) for t in tables.values())
     d = json.loads(rb.to_json())

@@ -129,7 +129,7 @@ def test_a_plan_names_the_assumptions_that_decide_it(tmp_path):
     spot = next(o for o in data["offerings"] if o["id"] == "spot")
     spot["quota_source"] = "default (assumption): one unit as a planning baseline"
     plan = solve(write(tmp_path, data))
-    assert plan.objective == pytest.approx(22_500)
+    assert plan.objective == pytest.approx(22_500) and plan.audit == []
     od_w = [w for w in plan.warnings if w.startswith("od:")]
     spot_w = [w for w in plan.warnings if w.startswith("spot:")]
     assert len(od_w) == 1 and "price_per_hour is an assumption" in od_w[0]
@@ -138,5 +138,6 @@ def test_a_plan_names_the_assumptions_that_decide_it(tmp_path):
     l4 = next(o for o in data["offerings"] if o["id"] == "l4")
     l4["assumed"] = ["price_per_hour"]
     plan = solve(write(tmp_path, data, "toy2.yaml"))
+    assert plan.audit == []
     assert not plan.usage["offering"].eq("l4").any()  # small's replica sits in the reserved unit
     assert not any(w.startswith("l4:") for w in plan.warnings)

@@ -288,7 +288,7 @@ def test_a_break_even_utilisation_above_one_reads_never_pays():
     assert rb.verdict(0.5) == "pays when busy more than 50 % of the time"
 
 
-def test_rentbuy_lists_the_assumptions_its_mix_rests_on(tmp_path):
+def test_rentbuy_lists_the_assumptions_its_mix_rests_on(tmp_path, audited):
     # the mix buys the file's server (MIX_NPV above); mark its capex as an assumption
     import json
 

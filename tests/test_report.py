@@ -46,7 +46,9 @@ def test_whatif_and_sweep_pages_carry_their_charts(tmp_path):
     from optimizer.render.html import kind_of, report_html
 
     toy = write(tmp_path, TOY)
-    w = whatif(toy, sets=["offerings[spot].price_per_hour=20"]).to_dict()
+    result = whatif(toy, sets=["offerings[spot].price_per_hour=20"])
+    assert result.base.audit == [] and result.scenario.audit == []
+    w = result.to_dict()
     assert kind_of(w) == "whatif"
     page = report_html(w)
     assert 'data-chart="fleet"' in page and "offerings[spot].price_per_hour=20" in page
@@ -82,6 +84,7 @@ def test_whatif_sweep_and_rentbuy_tables_fit_100_columns(tmp_path):
     w = whatif(toy, sets=["offerings[spot].price_per_hour=20"])
     s = sweep(toy, "offerings[spot].price_per_hour=20:60:3")
     r = rentbuy(write_problem(tmp_path, TINY), solver="highs")
+    assert all(p.audit == [] for p in (w.base, w.scenario, *r.plans.values()) if p.status.has_plan)
     texts = [render_compare(w.delta, w.base, w.scenario, "spot at 20"),
              render_table(s.dimensions, s.points, s.break_points, s.currency, "sweep"), rentbuy_table(r)]
     for text in texts:
