@@ -66,6 +66,16 @@ def fabric_table() -> pd.DataFrame:
     return _csv("fabrics.csv").copy()
 
 
+def rental_price_bands() -> pd.DataFrame:
+    """Published on-demand USD per GPU-hour, lowest and highest, per GPU type (``catalogs/rental_price_bands.csv``)."""
+    return _csv("rental_price_bands.csv").copy()
+
+
+def server_price_bands() -> pd.DataFrame:
+    """Published server price per GPU, lowest and highest, per GPU type (``catalogs/server_price_bands.csv``)."""
+    return _csv("server_price_bands.csv").copy()
+
+
 def finance_defaults() -> pd.DataFrame:
     """Named finance defaults (``catalogs/finance_defaults.csv``)."""
     return _csv("finance_defaults.csv").copy()

@@ -4,7 +4,14 @@ The thresholds are catalogs/check_rules.csv's: spot between 10 % (AWS and
 Azure publish discounts up to 90 %) and 100 % of on-demand, at most 60 % on
 GCP; a reservation below on-demand; an owned server's busy power per GPU at
 most 1.82 × the GPU's TDP (700 W for an H100 SXM: 1,274 W per GPU, 10.192 kW
-for 8).
+for 8) and at least 0.5 × (350 W, 2.8 kW for 8).
+
+The price bands are given here (an H100 SXM rents on-demand for 2 to 10 USD
+per GPU-hour, its server costs 30,000 to 40,000 per GPU) so the limits can be
+worked by hand with the file's factors: a price may halve or double in a year
+(drift 2), spot may be 10 % to 100 % of on-demand, a reservation up to 72 %
+off, and an owned server's capex may be 1.358 times its server price (its
+share of the fabric and installation).
 """
 
 from __future__ import annotations
@@ -72,6 +79,62 @@ def test_reserved_below_on_demand(price, upfront, fires):
 def test_owned_power(kw, fires):
     server = off("srv", "owned", instance_type=None, power_kw=kw)
     assert (("owned-power", "srv") in rules_of([server])) is fires
+
+
+BANDS = dict(rental_bands={"H100-SXM": (2.0, 10.0)}, server_bands={"H100-SXM": (30_000.0, 40_000.0)})
+
+
+def band_rules(offering) -> list[str]:
+    found = check([offering], tdp_w={"H100-SXM": 700.0}, **BANDS)
+    return sorted(found["rule"])
+
+
+@pytest.mark.parametrize("pricing, unit_price, upfront, fires", [
+    ("on_demand", 160.0, 0.0, False), ("on_demand", 160.08, 0.0, True),  # at most 10 × 2 per GPU, × 8 GPUs
+    ("on_demand", 8.0, 0.0, False), ("on_demand", 7.99, 0.0, True),      # at least 2 / 2 per GPU
+    ("spot", 0.8, 0.0, False), ("spot", 0.79, 0.0, True),                # at least 2 × 0.10 / 2 = 0.1 per GPU
+    ("spot", 160.0, 0.0, False), ("spot", 160.08, 0.0, True),            # at most 10 × 1.0 × 2 per GPU
+    ("reserved", 2.24, 0.0, False), ("reserved", 2.23, 0.0, True),       # at least 2 × 0.28 / 2 = 0.28 per GPU
+    ("reserved", 2.0, 2102.4, False),                                    # (2 + 2,102.4 / 8,760) / 8 = 0.28
+    ("reserved", 2.0, 2100.0, True),
+])
+def test_price_band(pricing, unit_price, upfront, fires):
+    o = off("x", pricing, unit_price, upfront=upfront or None, term_months=12 if pricing == "reserved" else None)
+    assert ("price-band" in band_rules(o)) is fires
+
+
+def test_a_gpu_type_without_a_band_is_named():
+    assert band_rules(off("x", gpu="L4")) == ["price-band-missing"]
+
+
+def test_the_shipped_bands_catch_an_instance_price_read_as_a_gpu_price():
+    # AWS p5.48xlarge on-demand is 98.32 USD per instance-hour; recorded as one GPU's price it is 8 times too high
+    good = off("p5-od", price=98.32)
+    wrong = off("p5-as-gpu", price=98.32 * 8)
+    found = check([good, wrong])
+    assert list(zip(found["rule"], found["offering"])) == [("price-band", "p5-as-gpu")]
+
+
+@pytest.mark.parametrize("capex, fires", [
+    (434_560.0, False), (434_600.0, True),   # at most 40,000 × 1.358 = 54,320 per GPU, × 8
+    (240_000.0, False), (239_999.0, True),   # at least 30,000 per GPU
+])
+def test_owned_capex(capex, fires):
+    server = off("srv", "owned", instance_type=None, capex=capex)
+    assert ("owned-capex" in band_rules(server)) is fires
+
+
+@pytest.mark.parametrize("kw, fires", [(2.8, False), (2.79, True)])
+def test_owned_power_floor(kw, fires):
+    server = off("srv", "owned", instance_type=None, power_kw=kw)
+    assert ("owned-power" in band_rules(server)) is fires
+
+
+def test_every_band_has_a_source_and_a_date():
+    for name in ("rental_price_bands.csv", "server_price_bands.csv"):
+        with open(ROOT / "catalogs" / name, newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert rows and all(r["source"] and r["date"] and 0 < float(r["low"]) <= float(r["high"]) for r in rows)
 
 
 def test_source_and_supply():

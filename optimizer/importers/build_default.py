@@ -334,7 +334,7 @@ def build_checked(data: Path, skypilot: Path | None = None, date: str | None = N
     topo, quotas = topology_rules(), quota_rules()  # catalogs/topology.csv, catalogs/quotas.csv
     files = {p: [annotate(o, topo, quotas) for o in offs] for p, offs in files.items()}
     bad = check([o for offs in files.values() for o in offs])
-    price_rules = bad[bad["rule"].isin(["spot-fraction", "reserved-below-on-demand"])]
+    price_rules = bad[bad["rule"].isin(["spot-fraction", "reserved-below-on-demand", "price-band"])]
     dropped = dict(zip(price_rules["offering"], price_rules["message"]))
     return {p: [o for o in offs if o.id not in dropped] for p, offs in files.items()}, dropped
 
