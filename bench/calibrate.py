@@ -103,11 +103,12 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
                 f"batch {batch} > modelled C_max {rep.max_batch(int(isl), int(osl))}"
             return rep.static_batch(batch, int(isl), int(osl))["output_tokens_per_s_per_gpu"], note
         if row.metric == "offline_output_throughput":
-            # trtllm-bench offline max-throughput: the whole TP group at its largest batch (no SLO)
+            # trtllm-bench offline max-throughput (infinite request rate): the whole TP group with its
+            # batch full, the replica's capacity
             r = I.estimate_inference(arch, gpu, tp, prec, int(isl), int(osl), eff)
             if not r["fits"]:
                 return None, f"does not fit: {r.get('reason', '')}"
-            return r["output_tokens_per_s"], ""
+            return r["capacity_rps"] * int(osl), ""
         if row.metric == "ttft_batch1":
             return float(rep.prefill_s(int(isl))) * 1e3, ""
         gib = I.GIB

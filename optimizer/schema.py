@@ -179,9 +179,21 @@ class Offering(Strict):
         return self.existing_units or 0
 
 
+#: the SLO statistic when a service names none: the 99th percentile, as MLPerf Inference's LLM server
+#: scenario constrains TTFT and TPOT (MLCommons inference rules, v4.0+, 2024)
+DEFAULT_SLO_PERCENTILE = 99.0
+
+
 class SLO(Strict):
+    """Latency objectives of a service under its load.
+
+    ``percentile`` says which statistic of TTFT and TPOT must meet them:
+    a percentile in (0, 100) or ``"mean"``.
+    """
+
     ttft_ms: Pos | None = None
     tpot_ms: Pos | None = None
+    percentile: Literal["mean"] | Annotated[float, Field(gt=0, lt=100)] = DEFAULT_SLO_PERCENTILE
 
 
 class RequestBucket(Strict):

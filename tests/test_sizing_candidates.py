@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -139,20 +138,6 @@ def test_inline_errors_name_file_and_field(tmp_path):
     with pytest.raises(InputError) as e:
         load_reference(schema.ProblemFile.model_validate(data), "problem.yaml")
     assert e.value.field == "efficiency.prefil_mfu_8bit" and e.value.suggestion == "prefill_mfu_8bit"
-
-
-def test_candidate_generation_is_fast(ref):
-    models, gpus, eff = ref
-    names = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen2.5-7b", "mistral-7b"]
-    services = [service(name=f"s{i}", model=names[i % len(names)], precisions=["bf16", "fp8"],
-                        prompt_tokens=None, output_tokens=None,
-                        requests=[{"name": "a", "prompt_tokens": 300 + i, "output_tokens": 100, "share": 0.5},
-                                  {"name": "b", "prompt_tokens": 3000, "output_tokens": 300, "share": 0.5}])
-                for i in range(40)]
-    t0 = time.perf_counter()
-    n = sum(len(inference_candidates(s, OFFERED, models=models, gpus=gpus, eff=eff)) for s in services)
-    assert n > 0
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_a_slow_fabric_lengthens_a_multi_node_job_by_its_exposed_data_parallel_traffic(ref):

@@ -67,6 +67,24 @@ def _common(f):
     return f
 
 
+def parse_percentile(value: str | None) -> float | str:
+    """``--percentile``: ``mean`` or a number in (0, 100); the schema's default when not given."""
+    from ..schema import DEFAULT_SLO_PERCENTILE
+
+    if value is None:
+        return DEFAULT_SLO_PERCENTILE
+    if value.strip().lower() == "mean":
+        return "mean"
+    try:
+        p = float(value.strip().lower().lstrip("p"))
+    except ValueError:
+        p = math.nan
+    if not 0 < p < 100:
+        raise InputError("not a percentile", field="--percentile", value=value,
+                         allowed="a number in (0, 100), e.g. 99, or 'mean'")
+    return p
+
+
 @click.group()
 def estimate() -> None:
     """Estimate VRAM, latency and throughput of one configuration."""
@@ -78,11 +96,20 @@ def estimate() -> None:
 @click.option("--output-tokens", type=click.IntRange(min=1), required=True, help="Output length (OSL).")
 @click.option("--ttft-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TTFT SLO.")
 @click.option("--tpot-ms", type=click.FloatRange(min=0, min_open=True), default=None, help="TPOT SLO.")
-def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, output_tokens, ttft_ms, tpot_ms):
-    """One inference replica of GPUS GPUs (tensor parallel).
+@click.option("--percentile", default=None, metavar="P|mean",
+              help="Which TTFT and TPOT statistic the SLOs bound: a percentile in (0, 100) or 'mean'. Default: 99.")
+@click.option("--rps", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Load: Poisson arrivals at this many requests/s.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Load: this many requests always in flight (closed loop).")
+def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, output_tokens, ttft_ms, tpot_ms,
+              percentile, rps, concurrency):
+    """One inference replica of GPUS GPUs (tensor parallel) under a load.
 
-    Without SLOs: the maximum-throughput point (largest batch that fits);
-    with them: the best point that meets them.
+    With --rps or --concurrency: mean and p99 TTFT and TPOT at that load.
+    Otherwise, with SLOs: the most requests/s whose latencies meet them at
+    the percentile (what the planner uses per replica); without: the knee
+    of the throughput curve.
     """
     from ..sizing import estimate_inference, resolve_gpu, resolve_model
 
@@ -91,11 +118,16 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, outpu
     models, gpu_table, eff = _reference(efficiency)
     arch = resolve_model(model, models, field="--model")
     spec = resolve_gpu(gpu, gpu_table, field="--gpu")
+    if rps is not None and concurrency is not None:
+        raise InputError("give one load, not both", field="--rps/--concurrency", value=f"{rps:g}/{concurrency}",
+                         allowed="--rps R (open loop) or --concurrency C (closed loop)")
+    statistic = parse_percentile(percentile)
     r = estimate_inference(arch, spec, gpus, precision.lower(), prompt_tokens, output_tokens, eff,
-                           ttft_ms=ttft_ms, tpot_ms=tpot_ms)
-    r["slo"] = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
-    _emit(r, fmt, ["fits", "meets_slo", "vram_gb_per_gpu", "max_batch", "ttft_ms", "tpot_ms", "output_tokens_per_s",
-                   "rps"])
+                           ttft_ms=ttft_ms, tpot_ms=tpot_ms, percentile=statistic, rps=rps, concurrency=concurrency)
+    r["slo"] = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "percentile": statistic}
+    _emit(r, fmt, ["fits", "meets_slo", "load", "rps", "ttft_ms", "tpot_ms", "ttft_ms_p99", "tpot_ms_p99",
+                   "output_tokens_per_s", "capacity_rps", "utilisation", "mean_batch", "queue_ms", "max_batch",
+                   "vram_gb_per_gpu"])
     if not r["meets_slo"]:  # nothing to deploy: exit 1, like a problem with no plan
         sys.exit(EXIT_INFEASIBLE)
 

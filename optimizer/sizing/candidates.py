@@ -17,7 +17,8 @@ from ..errors import InputError
 from .architecture import ModelArch, load_models, resolve_model
 from .efficiency import Efficiency, load_efficiency
 from .hardware import GpuSpec, load_gpus, resolve_gpu
-from .inference import best_point, replica
+from . import queueing
+from .inference import replica
 from .training import Network, estimate_training
 
 TP_DEGREES = (1, 2, 4, 8)
@@ -67,15 +68,17 @@ def inference_candidates(service: schema.InferenceService, gpu_names: list[str],
     Returns
     -------
     DataFrame
-        One row per (gpu, gpus, precision, bucket): ``rps`` (> 0, requests/s
-        one replica sustains at the best batch meeting the SLOs) and the
-        info columns ``max_batch``, ``ttft_ms``, ``tpot_ms``,
-        ``vram_gb_per_gpu``. Configurations with more GPUs per replica and
+        One row per (gpu, gpus, precision, bucket): ``rps`` (> 0, the largest
+        Poisson load of requests/s one replica serves with the service's SLO
+        statistic met, or its knee without SLOs; :mod:`.queueing`) and the
+        info columns ``max_batch`` (most sequences whose KV cache fits),
+        mean ``ttft_ms`` and ``tpot_ms`` at that load, ``vram_gb_per_gpu``
+        (with a full batch). Configurations with more GPUs per replica and
         no more rps in every bucket than a smaller one of the same GPU type
         and precision are pruned.
     """
     arch = resolve_model(service.model, models, field=f"inference[{service.name}].model")
-    ttft, tpot = service.slo.ttft_ms, service.slo.tpot_ms
+    ttft, tpot, statistic = service.slo.ttft_ms, service.slo.tpot_ms, service.slo.percentile
     buckets = service.buckets
     rows = []
     for name in dict.fromkeys(gpu_names):
@@ -90,12 +93,13 @@ def inference_candidates(service: schema.InferenceService, gpu_names: list[str],
                     if rep.max_batch(isl, osl) < 1:
                         continue
                     m = rep.serve(isl, osl)
-                    i = best_point(m, ttft, tpot)
-                    if i is None or not m["rps"][i] > 0:
+                    rps = queueing.max_rps_at_slo(m, ttft, tpot, statistic)
+                    if not rps > 0:
                         continue
-                    rows.append((gpu.name, tp, precision, b.name, float(m["rps"][i]), int(m["batch"][i]),
-                                 float(m["ttft_ms"][i]), float(m["tpot_ms"][i]),
-                                 float(m["vram_gb_per_gpu"][i])))
+                    at = (queueing.under_rps(m, rps, osl) if ttft is not None or tpot is not None
+                          else queueing.at_concurrency(m, queueing.knee(m) + 1, osl))
+                    rows.append((gpu.name, tp, precision, b.name, rps, int(m["batch"][-1]), at["ttft_ms"],
+                                 at["tpot_ms"], float(rep.vram_gb(int(m["batch"][-1]), isl, osl))))
     rows = _prune_dominated(rows)
     if not rows:
         return _empty(SIZED_INFERENCE_COLUMNS)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schema import DEFAULT_SLO_PERCENTILE
+from . import queueing
 from .architecture import ModelArch, arch_stats
 from .efficiency import Efficiency
 from .hardware import SERVING_FORMATS, GpuSpec
@@ -282,40 +284,33 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     )
 
 
-def best_point(metrics: dict, ttft_ms: float | None = None, tpot_ms: float | None = None) -> int | None:
-    """Index of the highest-rps concurrency meeting both SLOs (``None`` if none does).
-
-    Without SLOs this is the maximum-throughput point (normally the largest
-    batch that fits). Ties go to the smaller batch (lower latency).
-    """
-    ok = None
-    if ttft_ms is not None:
-        ok = metrics["ttft_ms"] <= ttft_ms
-    if tpot_ms is not None:
-        ok = metrics["tpot_ms"] <= tpot_ms if ok is None else ok & (metrics["tpot_ms"] <= tpot_ms)
-    rps = metrics["rps"]
-    if ok is not None:
-        if not ok.any():
-            return None
-        rps = np.where(ok, rps, -np.inf)
-    if len(rps) == 0:
-        return None
-    return int(np.argmax(rps))
-
-
 def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, isl: int, osl: int,
-                       eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None) -> dict:
-    """One configuration, one request size: the ``gpuopt estimate inference`` result.
+                       eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None,
+                       percentile: float | str = DEFAULT_SLO_PERCENTILE, rps: float | None = None,
+                       concurrency: int | None = None) -> dict:
+    """One configuration, one request size, one load: the ``gpuopt estimate inference`` result.
+
+    The load is, in order: ``rps`` (Poisson arrivals), ``concurrency``
+    (requests always in flight), else the largest Poisson load whose
+    ``percentile`` statistic (or ``"mean"``) of TTFT and TPOT meets the
+    SLOs, else (no SLOs) the knee of the throughput curve
+    (:mod:`.queueing`).
 
     Returns ``fits`` (memory only: the weights and one sequence fit),
-    ``meets_slo`` (it fits and some batch meets the SLOs; true without
-    SLOs), ``vram_gb_per_gpu``, ``max_batch``, ``ttft_ms``, ``tpot_ms``,
-    ``output_tokens_per_s`` (whole replica), ``rps``, and ``reason`` when it
-    does not fit or meets no SLO.
+    ``meets_slo`` (it fits, the load is below capacity and the SLOs hold
+    at it; true without SLOs), ``load`` (which of the four set the point),
+    ``rps``, mean ``ttft_ms`` and ``tpot_ms``, ``ttft_ms_p99``,
+    ``tpot_ms_p99``, ``output_tokens_per_s`` (whole replica),
+    ``mean_batch``, ``queue_ms``, ``utilisation``, ``capacity_rps`` (a full
+    batch), ``max_batch`` (the most sequences whose KV cache fits),
+    ``vram_gb_per_gpu`` (at the load's mean batch, rounded up), and
+    ``reason`` when it does not fit, is overloaded or meets no SLO.
     """
     out = {"model": arch.name, "gpu": gpu.name, "gpus": tp, "precision": precision,
-           "prompt_tokens": isl, "output_tokens": osl, "fits": False, "meets_slo": False, "vram_gb_per_gpu": None,
-           "max_batch": 0, "ttft_ms": None, "tpot_ms": None, "output_tokens_per_s": 0.0, "rps": 0.0,
+           "prompt_tokens": isl, "output_tokens": osl, "fits": False, "meets_slo": False, "load": None,
+           "vram_gb_per_gpu": None, "max_batch": 0, "rps": 0.0, "ttft_ms": None, "tpot_ms": None,
+           "ttft_ms_p99": None, "tpot_ms_p99": None, "output_tokens_per_s": 0.0, "mean_batch": None,
+           "queue_ms": None, "utilisation": None, "capacity_rps": 0.0,
            "weights_gb_per_gpu": None, "kv_cache_bytes_per_token_per_gpu": None}
     rep = replica(arch, gpu, tp, precision, eff)
     if rep is None:
@@ -332,26 +327,44 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
         return out
     out["fits"] = True
     m = rep.serve(isl, osl)
-    i = best_point(m, ttft_ms, tpot_ms)
-    if i is None:
-        j = 0  # report the lowest-latency point to show how far off the SLOs are
-        out.update(_point(m, j))
-        out["max_batch"] = 0
-        out["rps"] = 0.0
-        out["output_tokens_per_s"] = 0.0
-        out["reason"] = "no batch size meets the SLOs"
-        return out
-    out.update(_point(m, i))
-    out["meets_slo"] = True
+    out["max_batch"] = cmax
+    out["capacity_rps"] = queueing.capacity(m)
+    slos = ttft_ms is not None or tpot_ms is not None
+    if rps is not None:
+        out["load"] = "rps"
+        if not rps < out["capacity_rps"]:
+            out["rps"] = rps
+            out["reason"] = (f"overloaded: {rps:g} requests/s is not below the replica's capacity of "
+                             f"{out['capacity_rps']:.4g}; the queue grows without bound")
+            return out
+        point = queueing.under_rps(m, rps, osl)
+        ok = queueing.meets(m, rps, ttft_ms, tpot_ms, percentile) if slos else True
+    elif concurrency is not None:
+        out["load"] = "concurrency"
+        point = queueing.at_concurrency(m, concurrency, osl)
+        ok = _meets_point(point, ttft_ms, tpot_ms, percentile)
+    elif slos:
+        out["load"] = "slo"
+        lam = queueing.max_rps_at_slo(m, ttft_ms, tpot_ms, percentile)
+        if lam <= 0:
+            out.update({k: v for k, v in queueing.at_concurrency(m, 1, osl).items()
+                        if k in ("ttft_ms", "tpot_ms", "ttft_ms_p99", "tpot_ms_p99")})
+            out["vram_gb_per_gpu"] = round(float(rep.vram_gb(1, isl, osl)), 3)
+            out["reason"] = "no load meets the SLOs, not even one request at a time"
+            return out
+        point, ok = queueing.under_rps(m, lam, osl), True
+    else:
+        out["load"] = "knee"
+        point, ok = queueing.at_concurrency(m, queueing.knee(m) + 1, osl), True
+    out.update({k: (round(v, 3) if k.endswith("_ms") or k.endswith("_p99") else v) for k, v in point.items()})
+    out["vram_gb_per_gpu"] = round(float(rep.vram_gb(min(cmax, math.ceil(point["mean_batch"] - 1e-9) or 1),
+                                                     isl, osl)), 3)
+    out["meets_slo"] = bool(ok)
+    if not ok:
+        out["reason"] = "the SLOs do not hold at this load"
     return out
 
 
-def _point(m: dict, i: int) -> dict:
-    return {
-        "max_batch": int(m["batch"][i]),
-        "ttft_ms": round(float(m["ttft_ms"][i]), 3),
-        "tpot_ms": round(float(m["tpot_ms"][i]), 3),
-        "rps": float(m["rps"][i]),
-        "output_tokens_per_s": float(m["output_tokens_per_s"][i]),
-        "vram_gb_per_gpu": round(float(m["vram_gb_per_gpu"][i]), 3),
-    }
+def _meets_point(point: dict, ttft_ms, tpot_ms, percentile) -> bool:
+    """SLOs against a closed-loop point (its latencies are the same at every percentile)."""
+    return (ttft_ms is None or point["ttft_ms"] <= ttft_ms) and (tpot_ms is None or point["tpot_ms"] <= tpot_ms)

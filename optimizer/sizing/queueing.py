@@ -1,0 +1,217 @@
+"""Latency under load: one replica as a continuous-batching queue.
+
+:meth:`Replica.serve` gives, for every batch size ``c`` (sequences running
+together, 1..C_max), the steady-state ``ttft_ms(c)`` of a request admitted
+into a batch of ``c``, the ``tpot_ms(c)`` every running sequence sees, and
+the completion rate ``rps(c) = c / (OSL x TPOT(c))``. This module turns that
+curve into latencies at a given load.
+
+Open loop (``rps``, Poisson arrivals at rate lambda)
+    The number of requests in the replica, ``n``, is a birth-death chain:
+    arrivals at lambda, completions at ``mu(n) = rps(min(n, C_max))``. A
+    continuous-batching engine advances every running sequence together, so
+    up to C_max it is a processor-sharing server with a load-dependent speed;
+    the stationary number in such a server depends on the work per request
+    only through its mean (processor-sharing insensitivity), so the chain is
+    exact there for any output-length distribution. Requests beyond C_max wait
+    first-come first-served; that tail is geometric with ratio
+    ``rho = lambda / mu(C_max)``, and the wait of a request that finds the
+    batch full is exponential with rate ``mu(C_max) - lambda`` (a geometric
+    number of exponential completions), the M/M/1 approximation of the queue
+    in front of a full batch. Stable iff ``lambda < mu(C_max)``.
+
+    * An arrival sees the stationary state (Poisson arrivals see time
+      averages). With ``n < C_max`` it joins a batch of ``n + 1``:
+      ``TTFT = ttft(n + 1)``; otherwise ``TTFT = ttft(C_max) + W``.
+    * A token is produced in state ``n`` at rate ``m / TPOT(m)`` with
+      ``m = min(n, C_max)``; TPOT statistics are over tokens (mean TPOT over
+      tokens equals the mean over requests when every request has the same
+      output length; a token-level percentile bounds the request-level one
+      from above).
+
+Closed loop (``concurrency`` C, each client sends its next request when the
+previous one ends)
+    With ``C <= C_max`` the batch always holds C: the curve's point C. With
+    more, the replica runs at ``rps(C_max)`` and by Little's law each request
+    waits ``(C - C_max) / rps(C_max)`` before admission.
+
+Capacity at an SLO
+    The rps per replica the planner uses is the largest lambda at which the
+    TTFT and TPOT statistics the service asks for (mean or a percentile) meet
+    its SLO. More load never lowers either statistic (the chain's state grows
+    stochastically with lambda and both curves grow with the batch), so the
+    largest such lambda is found by bisection. Without SLOs it is the rate at
+    the knee of the throughput curve (:func:`knee`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: what an SLO statistic may be: the mean or a percentile
+MEAN = "mean"
+
+
+def _chain(m: dict, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stationary probabilities under each Poisson load in ``lam`` (all below capacity).
+
+    Returns ``below`` (loads x C_max: P(n) for n = 0..C_max-1), ``full``
+    (P(n >= C_max) per load) and ``w`` (loads x C_max: the share of tokens
+    produced at each batch size 1..C_max, unnormalised).
+    """
+    mu = np.asarray(m["rps"], dtype=float)
+    mu_max = float(mu[-1])
+    # log pi(n) = sum_{k<=n} log(lambda / mu(k)) = n log(lambda) - sum_{k<=n} log(mu(k)), pi(0) = 1, n = 0..C_max
+    n = np.arange(len(mu) + 1.0)
+    logs = np.log(lam)[:, None] * n[None, :] - np.concatenate(([0.0], np.cumsum(np.log(mu))))[None, :]
+    logs -= logs.max(axis=1, keepdims=True)
+    pi = np.exp(logs)
+    full = pi[:, -1] / (1.0 - lam / mu_max)          # n >= C_max: pi(C_max) (1 + rho + rho^2 + ...)
+    total = pi[:, :-1].sum(axis=1) + full
+    below, full = pi[:, :-1] / total[:, None], full / total
+    tpot = np.asarray(m["tpot_ms"], dtype=float)
+    batch = np.asarray(m["batch"], dtype=float)
+    # state n (1..C_max-1) runs a batch of n, each sequence at 1 / TPOT(n); the full states run C_max
+    w = np.zeros_like(below)
+    w[:, :-1] = below[:, 1:] * (batch[:-1] / tpot[:-1])[None, :]
+    w[:, -1] = full * batch[-1] / tpot[-1]
+    return below, full, w
+
+
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, q * cum[-1] - 1e-12)])
+
+
+def _ttft_quantile(ttft: np.ndarray, below: np.ndarray, full: float, rate: float, q: float) -> float:
+    """The q-quantile of TTFT: point masses ``below`` at ``ttft`` (a batch with room), then the full
+    batch's ``ttft[-1]`` plus an exponential wait at ``rate`` per second with mass ``full``.
+
+    TTFT grows with the batch, so ``ttft[-1]`` is the largest point and the wait adds past it.
+    """
+    cum = np.cumsum(below)
+    k = int(np.searchsorted(cum, q - 1e-12))
+    if k < len(cum):
+        return float(ttft[k])
+    need = (q - cum[-1]) / full            # share of the waiting requests that must be within the quantile
+    return float(ttft[-1] + 1e3 * -math.log1p(-min(need, 1.0 - 1e-15)) / rate)
+
+
+def capacity(m: dict) -> float:
+    """Most requests/s the replica completes (its rate with a full batch)."""
+    return float(np.asarray(m["rps"], dtype=float)[-1])
+
+
+def under_rps(m: dict, rps: float, osl: int) -> dict:
+    """Latencies under Poisson arrivals at ``rps`` requests/s (the open loop).
+
+    Returns ``ttft_ms``, ``tpot_ms`` (means), ``ttft_ms_p99``, ``tpot_ms_p99``,
+    ``output_tokens_per_s`` (achieved: rps x OSL), ``mean_batch`` (running
+    sequences), ``queue_ms`` (mean wait before admission) and ``utilisation``
+    (rps over capacity). Raises ``ValueError`` when ``rps`` is not below
+    capacity (the queue grows without bound).
+    """
+    mu_max = capacity(m)
+    if not 0 < rps < mu_max:
+        raise ValueError(f"{rps:g} requests/s is not below the replica's capacity of {mu_max:.4g}")
+    below, full, w = (x[0] for x in _chain(m, np.array([float(rps)])))
+    ttft = np.asarray(m["ttft_ms"], dtype=float)
+    tpot = np.asarray(m["tpot_ms"], dtype=float)
+    cmax = len(ttft)
+    wait_ms = 1e3 / (mu_max - rps)
+    mean_ttft = float(below @ ttft + full * (ttft[-1] + wait_ms))
+    n = np.arange(cmax)
+    return {
+        "rps": rps,
+        "ttft_ms": mean_ttft,
+        "tpot_ms": float((w @ tpot) / w.sum()),
+        "ttft_ms_p99": _ttft_quantile(ttft, below, full, mu_max - rps, 0.99),
+        "tpot_ms_p99": _weighted_quantile(tpot, w, 0.99),
+        "output_tokens_per_s": rps * osl,
+        "mean_batch": float(below @ n + full * cmax),
+        "queue_ms": float(full * wait_ms),
+        "utilisation": rps / mu_max,
+    }
+
+
+def at_concurrency(m: dict, concurrency: int, osl: int) -> dict:
+    """Latencies with ``concurrency`` requests always in flight (the closed loop); same keys as :func:`under_rps`."""
+    batch = np.asarray(m["batch"])
+    cmax = int(batch[-1])
+    i = min(concurrency, cmax) - 1
+    rps = float(m["rps"][i])
+    wait_ms = 1e3 * max(0, concurrency - cmax) / rps
+    ttft = float(m["ttft_ms"][i]) + wait_ms
+    tpot = float(m["tpot_ms"][i])
+    return {"rps": rps, "ttft_ms": ttft, "tpot_ms": tpot, "ttft_ms_p99": ttft, "tpot_ms_p99": tpot,
+            "output_tokens_per_s": rps * osl, "mean_batch": float(min(concurrency, cmax)), "queue_ms": wait_ms,
+            "utilisation": rps / capacity(m)}
+
+
+def meets(m: dict, rps, ttft_ms: float | None, tpot_ms: float | None, statistic: float | str):
+    """Whether Poisson load ``rps`` (a number or an array) meets the SLOs at ``statistic``.
+
+    ``statistic`` is ``"mean"`` or a percentile in (0, 100). Vectorised over
+    the loads: the chain's probabilities for all of them are one matrix.
+    """
+    lam = np.atleast_1d(np.asarray(rps, dtype=float))
+    mu_max = capacity(m)
+    ok = (lam > 0) & (lam < mu_max)
+    lam_s = np.where(ok, lam, 0.5 * mu_max)        # any stable rate; masked out by ``ok``
+    below, full, w = _chain(m, lam_s)
+    ttft = np.asarray(m["ttft_ms"], dtype=float)
+    tpot = np.asarray(m["tpot_ms"], dtype=float)
+    rate = mu_max - lam_s                            # of the wait of a request that finds the batch full
+    if statistic == MEAN:
+        if ttft_ms is not None:
+            ok &= below @ ttft + full * (ttft[-1] + 1e3 / rate) <= ttft_ms
+        if tpot_ms is not None:
+            ok &= (w @ tpot) / w.sum(axis=1) <= tpot_ms
+    else:
+        q = float(statistic) / 100.0
+        if ttft_ms is not None:
+            cdf = below @ (ttft <= ttft_ms).astype(float)
+            if ttft_ms >= ttft[-1]:
+                cdf = cdf + full * (1.0 - np.exp(-rate * (ttft_ms - ttft[-1]) / 1e3))
+            ok &= cdf >= q - 1e-12
+        if tpot_ms is not None:
+            ok &= w @ (tpot <= tpot_ms).astype(float) >= q * w.sum(axis=1) - 1e-12
+    return ok if np.ndim(rps) else bool(ok[0])
+
+
+def knee(m: dict) -> int:
+    """Index of the knee of the throughput curve rps(batch).
+
+    The point farthest above the chord from the first to the last batch,
+    both axes scaled to [0, 1] (the "Kneedle" rule of Satopaa et al., 2011):
+    past it, more batch buys little throughput for its latency.
+    """
+    rps = np.asarray(m["rps"], dtype=float)
+    if len(rps) <= 2 or rps[-1] <= rps[0]:
+        return int(np.argmax(rps))
+    x = np.linspace(0.0, 1.0, len(rps))
+    y = (rps - rps[0]) / (rps.max() - rps[0])
+    return int(np.argmax(y - x))
+
+
+def max_rps_at_slo(m: dict, ttft_ms: float | None, tpot_ms: float | None, statistic: float | str,
+                   rel_tol: float = 2e-3) -> float:
+    """Largest Poisson load (requests/s) whose latency statistics meet the SLOs; 0 when none does.
+
+    Without SLOs: the rate at the :func:`knee`.
+    """
+    if ttft_ms is None and tpot_ms is None:
+        return float(np.asarray(m["rps"])[knee(m)])
+    hi = capacity(m)
+    lo = 0.0
+    # the largest load that meets: refine a bracket [lo, hi) on a grid of 24 loads at a time
+    # (two rounds give 1/625 of the capacity; the result is a load that meets)
+    while hi - lo > rel_tol * capacity(m):
+        grid = np.linspace(lo, hi, 26)[1:-1]
+        ok = meets(m, grid, ttft_ms, tpot_ms, statistic)
+        k = int(np.argmin(ok)) if not ok.all() else len(grid)   # first load that fails (monotone)
+        lo, hi = (grid[k - 1] if k > 0 else lo), (grid[k] if k < len(grid) else hi)
+    return lo
