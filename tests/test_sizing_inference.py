@@ -138,3 +138,20 @@ def test_deepseek_v3_needs_a_node(ref):
     assert not est(ref, "deepseek-v3", "H200", 4, "fp8")["fits"]
     r = est(ref, "deepseek-v3", "H200", 8, "fp8")
     assert r["fits"] and r["weights_gb_per_gpu"] > 80
+
+
+def test_all_reduce_latency_is_paid_per_engine_step_not_per_prompt(ref):
+    # Raising the fixed all-reduce latency by 1 ms adds 2 x layers ms to every decode step (two
+    # all-reduces per layer, once per step) and nothing to the work a prompt adds when it is
+    # mixed into a step: the prompt rides in the step's all-reduces and adds only its bytes.
+    models, gpus, eff = ref
+    arch = models["llama-3.1-70b"]
+    base = replica(arch, gpus["H100-SXM"], 8, "fp8", eff)
+    slow = replica(arch, gpus["H100-SXM"], 8, "fp8",
+                   eff.with_overrides({"allreduce_latency_us": eff["allreduce_latency_us"] + 1000.0}))
+    assert float(slow.decode_step_s(64, 256) - base.decode_step_s(64, 256)) == pytest.approx(2 * 80 * 1e-3)
+    assert float(slow.prefill_work_s(128)) == pytest.approx(float(base.prefill_work_s(128)))
+    # the prompt's bytes: 2 all-reduces x 80 layers of 128 tokens x 8,192 x 2 bytes, ring 2 (tp-1)/tp
+    ring = 2 * 128 * 8192 * 2.0 * 7 / 8
+    lin, attn = base.prefill_compute_s(128, 128, 1)
+    assert float(base.prefill_work_s(128)) == pytest.approx(float(lin + attn) + 160 * ring / base.ar_bw)

@@ -171,10 +171,18 @@ class Replica:
         return np.maximum(lin, memory) + attn + comm + self.prefill_fixed_s
 
     def prefill_work_s(self, seq_len: int):
-        """Replica time one prompt adds when it is mixed into running steps (compute + all-reduce)."""
+        """Replica time one prompt adds when it is mixed into running steps: its compute and the
+        bytes its activations add to the step's all-reduces.
+
+        The all-reduces' fixed latency is the step's, paid once per layer
+        whatever the step carries (:meth:`decode_step_s`), so a prompt mixed
+        into a step adds only its bytes over the link.
+        """
         lin, attn = self.prefill_compute_s(seq_len, seq_len, 1)
-        comm = 2 * self.arch.layers * self.allreduce_s(seq_len * self.arch.hidden_size * self.act_bytes)
-        return lin + attn + comm
+        if self.tp == 1:
+            return lin + attn
+        ring = 2.0 * seq_len * self.arch.hidden_size * self.act_bytes * (self.tp - 1) / self.tp
+        return lin + attn + 2 * self.arch.layers * ring / self.ar_bw
 
     def decode_step_s(self, batch, context):
         """One decode step for ``batch`` sequences with mean cached context ``context`` tokens.
