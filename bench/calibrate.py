@@ -93,6 +93,9 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
     n = int(row.gpu_count)
     if row.kind in ("infer", "memory"):
         tp = int(_num(r"TP=(\d+)", cond, n))
+        free = _num(r"kv_cache_free_gpu_mem_fraction ~?([0-9.]+)", cond)
+        if free:  # the engine's own setting for the run (trtllm-bench)
+            eff = eff.with_overrides({"kv_cache_free_fraction": free})
         rep = I.replica(arch, gpu, tp, prec, eff)
         if rep is None:
             return None, "precision unsupported"
@@ -119,7 +122,8 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
         if row.metric == "gpu_total_memory_reported":
             return gpu.vram_bytes / gib, ""
         if row.metric == "kv_cache_allocated":
-            util = _num(r"gpu_memory_utilization ([0-9.]+)", cond, eff["vram_usable_fraction"])
+            # vLLM's convention: the KV cache gets gpu_memory_utilization x total memory minus the rest
+            util = _num(r"gpu_memory_utilization ([0-9.]+)", cond)
             return (gpu.vram_bytes * util - rep.static_gpu) / gib, ""
         return None, f"unknown metric {row.metric}"
     if row.kind == "train":

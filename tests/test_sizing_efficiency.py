@@ -15,7 +15,7 @@ def test_table_is_complete_and_valid():
     assert list(t.columns[:6]) == ["name", "value", "unit", "source", "date", "description"]
     assert t["source"].notna().all() and t["date"].notna().all() and t["description"].notna().all()
     names = set(t["name"])
-    for needed in ("vram_usable_fraction", "runtime_overhead_gib", "prefill_mfu_16bit", "decode_bw_fraction",
+    for needed in ("kv_cache_free_fraction", "runtime_overhead_gib", "prefill_mfu_16bit", "decode_bw_fraction",
                    "comm_bw_fraction", "sched_overhead_ms", "train_mfu_hopper", "train_fp8_speedup",
                    "checkpoint_write_minutes", "restart_minutes"):
         assert needed in names
@@ -32,7 +32,7 @@ def test_override_changes_the_result():
     base = estimate_inference(*args, load_efficiency())
     slow = estimate_inference(*args, load_efficiency({"decode_bw_fraction": 0.35, "kv_bw_fraction": 0.25}))
     assert slow["rps"] < base["rps"]
-    small = estimate_inference(*args, load_efficiency({"vram_usable_fraction": 0.5}))
+    small = estimate_inference(*args, load_efficiency({"kv_cache_free_fraction": 0.5}))
     assert small["max_batch"] < base["max_batch"]
     e = load_efficiency({"decode_bw_fraction": 0.35})
     assert e.overridden == {"decode_bw_fraction": 0.35} and e != load_efficiency()

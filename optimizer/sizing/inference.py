@@ -13,7 +13,8 @@ Memory per GPU::
 
     weights/tp + activation workspace + runtime overhead + KV cache
     KV per token per GPU = KV bytes per token / min(tp, KV heads)   (MLA: not split)
-    C_max = floor((usable - weights/tp - workspace - overhead) / (KV per token per GPU x (ISL + OSL)))
+    KV pool = kv_cache_free_fraction x (VRAM - weights/tp - workspace - overhead)   (as engines give it)
+    C_max = floor(KV pool / (KV per token per GPU x (ISL + OSL)))
 
 Steady state at concurrency C for a request of ISL prompt and OSL output
 tokens (continuous batching; average context ISL + OSL/2)::
@@ -91,7 +92,7 @@ class Replica:
     kv_tok_gpu: float            # KV-cache bytes per token on each GPU
     workspace_gpu: float         # activation workspace bytes per GPU
     overhead_gpu: float          # runtime overhead bytes per GPU
-    usable_gpu: float            # usable bytes per GPU
+    kv_pool_gpu: float           # bytes per GPU the engine gives the KV cache (may be <= 0)
     read_fixed: float            # bytes every decode step reads (replica): all but routed experts, input embedding
     read_experts: float          # bytes of routed experts (replica)
     lin_flops_tok: float         # matmul FLOPs per token, excluding the LM head
@@ -121,11 +122,16 @@ class Replica:
 
     def max_batch(self, isl: int, osl: int) -> int:
         """Most concurrent sequences of ISL+OSL tokens whose KV cache fits (0 = none)."""
-        free = self.usable_gpu - self.static_gpu
-        if free <= 0:
+        if self.kv_pool_gpu <= 0:
             return 0
-        n = int(free // (self.kv_tok_gpu * (isl + osl)))
+        n = int(self.kv_pool_gpu // (self.kv_tok_gpu * (isl + osl)))
         return max(0, min(n, int(self.eff["max_batch_seqs"])))
+
+    def gpu_memory_needed_gb(self, isl: int, osl: int, batch: int = 1) -> float:
+        """GB of GPU memory the replica needs per GPU for ``batch`` sequences: the static part plus
+        a KV pool of which the engine's share holds them (fits iff this is at most the GPU's memory)."""
+        kv = batch * self.kv_tok_gpu * (isl + osl) / self.eff["kv_cache_free_fraction"]
+        return (self.static_gpu + kv) / 1e9
 
     def vram_gb(self, batch, isl: int, osl: int):
         """GB used per GPU with ``batch`` sequences of ISL+OSL tokens resident."""
@@ -277,7 +283,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     return Replica(
         arch=arch, gpu=gpu, tp=tp, precision=precision, eff=eff,
         weights_gpu=weights / tp, kv_tok_gpu=kv_tok, workspace_gpu=workspace, overhead_gpu=overhead,
-        usable_gpu=gpu.vram_bytes * eff["vram_usable_fraction"],
+        kv_pool_gpu=eff["kv_cache_free_fraction"] * (gpu.vram_bytes - weights / tp - workspace - overhead),
         read_fixed=read_fixed, read_experts=experts,
         lin_flops_tok=lin, head_flops_tok=2.0 * st.params_lm_head,
         peak=gpu.peak_tflops(SERVING_FORMATS[precision][1]) * 1e12, bw=gpu.bw_bytes_s,
@@ -328,10 +334,9 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
     out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_gpu
     cmax = rep.max_batch(isl, osl)
     if cmax < 1:
-        need = rep.vram_gb(1, isl, osl)
-        out["vram_gb_per_gpu"] = round(float(need), 3)
-        out["reason"] = (f"needs {float(need):.1f} GB per GPU for one sequence; "
-                         f"{rep.usable_gpu / 1e9:.1f} GB usable")
+        need = rep.gpu_memory_needed_gb(isl, osl)
+        out["vram_gb_per_gpu"] = round(need, 3)
+        out["reason"] = (f"needs {need:.1f} GB per GPU for one sequence; the GPU has {gpu.vram_bytes / 1e9:.1f} GB")
         return out
     out["fits"] = True
     m = rep.serve(isl, osl)

@@ -141,10 +141,10 @@ def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> d
     sz, arch, eff, offered = _offered_specs(problem, s.model)
     tps = sz.TP_DEGREES
     bk = [b for b in s.buckets if b.name in buckets]
-    best_need = None  # (GB per GPU, gpu, tp, precision, usable GB)
+    best_need = None  # (GB per GPU, gpu, tp, precision, GB on the GPU)
     slo_best = None  # (gpu, tp, precision, ttft, tpot) of a config that fits VRAM but misses the SLOs
     for gname, spec in offered:
-        usable = float(spec.vram_gb) * float(eff["vram_usable_fraction"])
+        usable = spec.vram_bytes / 1e9
         for prec in dict.fromkeys(s.precisions):
             for tp in tps:
                 need, vram_ok = 0.0, True
@@ -180,7 +180,7 @@ def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> d
     need, g, tp, prec, usable = best_need
     return culprit("no-fit", f"{where}{btext}: model {s.model} fits no offered GPU in precisions [{precs}]: "
                              f"its smallest configuration ({tp} x {g}, {prec}) needs {need:,.1f} GB per GPU "
-                             f"for one sequence, {usable:,.1f} GB usable", workload=s.name,
+                             f"for one sequence, the GPU has {usable:,.1f} GB", workload=s.name,
                    amount=need, unit="GB per GPU")
 
 
