@@ -83,3 +83,40 @@ def test_bad_model_and_efficiency_exit_2():
     assert r.exit_code == 2 and "efficiency.decode_bw_fraction" in r.output
     r = run(INFER[:6] + ["--gpus", "3"] + INFER[8:])
     assert r.exit_code == 2
+
+
+MY_MODEL = """name: my-13b
+layers: 40
+hidden_size: 5120
+heads: 40
+kv_heads: 8
+head_dim: 128
+ffn_size: 13824
+vocab_size: 32000
+tied_embeddings: false
+source: "a team's config.json"
+date: 2026-11-24
+"""
+
+
+def test_model_file_gives_an_inline_architecture(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(MY_MODEL)
+    r = run(["estimate", "inference", "--model", "my-13b", "--gpu", "L40S", "--prompt-tokens", "1000",
+             "--output-tokens", "200", "--model-file", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    # 40 layers x (2 x 5,120^2 + 2 x 5,120 x 1,024 + 3 x 5,120 x 13,824 + 2 x 5,120) + 5,120
+    # + 2 x 32,000 x 5,120 embeddings = 12,736,010,240 parameters at 2 bytes
+    body = 40 * (2 * 5120**2 + 2 * 5120 * 1024 + 3 * 5120 * 13824 + 2 * 5120) + 5120
+    assert d["weights_gb_per_gpu"] == round((body + 2 * 32000 * 5120) * 2 / 1e9, 3)
+    # KV per token: 2 x 40 layers x 8 heads x 128 x 2 bytes
+    assert d["kv_cache_bytes_per_token_per_gpu"] == 2 * 40 * 8 * 128 * 2
+
+
+def test_a_bad_model_file_names_the_file_and_the_field(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(MY_MODEL.replace("layers: 40", "layers: -4"))
+    r = run(["estimate", "inference", "--model", "my-13b", "--gpu", "L40S", "--prompt-tokens", "1000",
+             "--output-tokens", "200", "--model-file", str(path)])
+    assert r.exit_code == 2 and str(path) in r.output and "layers" in r.output

@@ -19,8 +19,9 @@ from ..schema import PRECISIONS, is_power_of_two
 from .common import EXIT_INFEASIBLE
 
 
-def _reference(efficiency: tuple[str, ...]):
+def _reference(efficiency: tuple[str, ...], model_file: str | None = None):
     from ..sizing import load_efficiency, load_gpus, load_models
+    from ..yamlio import read_yaml
 
     over = {}
     for item in efficiency:
@@ -32,7 +33,21 @@ def _reference(efficiency: tuple[str, ...]):
         except ValueError:
             raise InputError("efficiency values must be numbers", field=f"efficiency.{name.strip()}",
                              value=value) from None
-    return load_models(), load_gpus(), load_efficiency(over)
+    inline = None
+    if model_file is not None:
+        raw = read_yaml(model_file)
+        # a file of one architecture, a list of them, or a problem-style {models: [...]}
+        inline = raw.get("models") if isinstance(raw, dict) and "models" in raw else raw
+        inline = [inline] if isinstance(inline, dict) else inline
+        if not isinstance(inline, list) or not all(isinstance(m, dict) for m in inline):
+            raise InputError("expected a model architecture, a list of them or {models: [...]}",
+                             field="--model-file", value=model_file,
+                             allowed="fields as in catalogs/models.yaml (docs/sizing.md)")
+    try:
+        models = load_models(inline, file=model_file)
+    except InputError as exc:
+        raise exc.with_file(model_file) if model_file else exc from None
+    return models, load_gpus(), load_efficiency(over)
 
 
 def _emit(result: dict, fmt: str, keys: list[str]) -> None:
@@ -58,6 +73,9 @@ _COMMON = [
     click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True),
     click.option("--efficiency", "-e", multiple=True, metavar="NAME=VALUE",
                  help="Override a named efficiency factor (repeatable)."),
+    click.option("--model-file", type=click.Path(dir_okay=False, exists=True), default=None,
+                 help="YAML with an architecture (or a list, or {models: [...]}) in catalogs/models.yaml's "
+                      "fields; --model names it (it may also replace a catalog model)."),
 ]
 
 
@@ -102,7 +120,7 @@ def estimate() -> None:
               help="Load: Poisson arrivals at this many requests/s.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None,
               help="Load: this many requests always in flight (closed loop).")
-def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, output_tokens, ttft_ms, tpot_ms,
+def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_tokens, output_tokens, ttft_ms, tpot_ms,
               percentile, rps, concurrency):
     """One inference replica of GPUS GPUs (tensor parallel) under a load.
 
@@ -115,7 +133,7 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, outpu
 
     if not is_power_of_two(gpus):
         raise InputError("GPUs per replica must be a power of two", field="--gpus", value=gpus)
-    models, gpu_table, eff = _reference(efficiency)
+    models, gpu_table, eff = _reference(efficiency, model_file)
     arch = resolve_model(model, models, field="--model")
     spec = resolve_gpu(gpu, gpu_table, field="--gpu")
     if rps is not None and concurrency is not None:
@@ -141,12 +159,12 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, prompt_tokens, outpu
 @click.option("--fabric-gbps", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Fabric between machines, Gbit/s per GPU (infiniband/efa/roce 400; 12.5 for 100 Gbit/s "
                    "Ethernet shared by 8 GPUs). Default: train_network_gbs_per_gpu x 8.")
-def training(model, gpu, gpus, precision, fmt, efficiency, tokens, gpus_per_node, fabric_gbps):
+def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, gpus_per_node, fabric_gbps):
     """A training run of TOKENS tokens on a cluster of GPUS GPUs."""
     from ..sizing import estimate_training, resolve_gpu, resolve_model
     from ..sizing.training import Network, default_network
 
-    models, gpu_table, eff = _reference(efficiency)
+    models, gpu_table, eff = _reference(efficiency, model_file)
     arch = resolve_model(model, models, field="--model")
     spec = resolve_gpu(gpu, gpu_table, field="--gpu")
     base = default_network(gpus, eff)
