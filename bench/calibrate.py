@@ -41,12 +41,9 @@ GPU_NAMES = {
 }
 
 # Architectures of the calibration set that are not in the shipped catalog
-# (GPT-3 style: tied embeddings, plain 4h GeLU MLP; biases and learned
+# (GPT-style: tied embeddings, plain 4h GeLU MLP; biases and learned
 # positions ignored, < 0.1 % of parameters).
 EXTRA_MODELS = [
-    {"name": "gpt-3-175b", "aliases": ["GPT-3-175B"], "layers": 96, "hidden_size": 12288, "heads": 96,
-     "kv_heads": 96, "head_dim": 128, "ffn_size": 49152, "vocab_size": 51200, "tied_embeddings": True,
-     "gated_mlp": False, "source": "Narayanan et al. 2021 Table 1"},
     {"name": "gpt-530b", "aliases": ["GPT-530B", "MT-NLG-530B"], "layers": 105, "hidden_size": 20480,
      "heads": 128, "kv_heads": 128, "head_dim": 160, "ffn_size": 81920, "vocab_size": 51200,
      "tied_embeddings": True, "gated_mlp": False, "source": "Narayanan et al. 2021 Table 1; MT-NLG paper"},

@@ -11,7 +11,9 @@ from optimizer.sizing import kv_bytes_per_token, load_gpus, load_models, resolve
 from optimizer.sizing.architecture import model_arch
 
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-          "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
+          "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3",
+          "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "gpt-oss-20b", "llama-4-scout",
+          "gpt-3-175b"]
 GPUS = ["T4", "L4", "A10G", "A10", "L40S", "RTX-4090", "RTX-5090", "A100-40GB", "A100-80GB", "A100-PCIe-80GB",
         "H100-SXM", "H100-PCIe", "H100-NVL", "H200", "GH200", "B200", "GB200", "MI300X", "MI325X", "MI355X",
         "Gaudi3"]
@@ -54,6 +56,21 @@ def test_param_counts(models, name, total_b, active_b, kv):
     st = models[name].stats
     assert st.params_total / 1e9 == pytest.approx(total_b, rel=2e-3)
     assert st.params_active / 1e9 == pytest.approx(active_b, rel=5e-3)
+    assert kv_bytes_per_token(models[name], 2) == kv
+
+
+@pytest.mark.parametrize("name,total_b,rel,kv", [
+    # totals the makers publish; KV at 2 bytes = 2 (K, V) x layers x KV heads x head_dim x 2
+    ("qwen3-32b", 32.8, 2e-3, 2 * 64 * 8 * 128 * 2),          # Qwen3 model card: 32.8B
+    ("qwen3-30b-a3b", 30.5, 2e-3, 2 * 48 * 4 * 128 * 2),      # 30.5B total, 3.3B activated
+    ("qwen3-235b-a22b", 235.0, 2e-3, 2 * 94 * 4 * 128 * 2),   # 235B total, 22B activated
+    ("gpt-oss-120b", 116.83, 2e-3, 2 * 36 * 8 * 64 * 2),      # OpenAI gpt-oss model card: 116.83B
+    ("gpt-oss-20b", 20.91, 2e-3, 2 * 24 * 8 * 64 * 2),        # 20.91B
+    ("llama-4-scout", 109.0, 2e-2, 2 * 48 * 8 * 128 * 2),     # Meta: 109B with the vision encoder
+    ("gpt-3-175b", 175.0, 5e-3, 2 * 96 * 96 * 128 * 2),       # Brown et al. 2020: 175B
+])
+def test_param_counts_of_the_models_people_deploy_now(models, name, total_b, rel, kv):
+    assert models[name].stats.params_total / 1e9 == pytest.approx(total_b, rel=rel)
     assert kv_bytes_per_token(models[name], 2) == kv
 
 
