@@ -232,11 +232,38 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     plan = solve(easy)
     assert plan.objective == pytest.approx(200) and plan.result.bound == pytest.approx(200)
     assert "without stability limits" in plan.result.message
-    # FLIP: stage 1 finds 700 (a bound), stage 2 keeps B, the most-used configuration (1,000 rps·h against
-    # A's 100): 1,200, above the bound; stage 3 from there proves A in both, 1,100.
+    # FLIP: stage 1 finds 700 (a bound) with chat on both A and B, over its limit of one. Every stable plan
+    # uses A or B alone, so the stable model is solved once with A fixed (1,100) and once with B (1,200,
+    # or cut off at 1,100): the cheaper, 1,100, with the lesser of the two bounds as its proof.
     plan = solve(copy.deepcopy(FLIP))
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert plan.result.bound == pytest.approx(1_100, rel=1e-6)
+    assert "one stable solve per configuration of chat/all (2 configurations" in plan.result.message
+
+
+def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkeypatch):
+    # FLIP plus configuration C: one A100 at 20 $/h serving 1 rps. The plan without limits is FLIP's (A in
+    # p1, B in p2: 700). Branch LP bounds: B 6 x 100 x (0.1 + 1) = 660, A 100 + 1,000 = 1,100, C 20 x 100 x
+    # (1 + 10) = 22,000. In that order: B's MIP gives 1,200, A's (below 1,200) gives 1,100, and C's LP is
+    # not below 1,100: pruned with no MIP solve. So three MIP solves: no limits, B, A.
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=20.0))
+    data["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 1.0})
+    objectives = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        objectives.append(out.objective)
+        return out
+
+    monkeypatch.setattr(driver, "backend_solve", spy)
+    plan = solve(data, solver="highs")
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
+    assert objectives == [pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
+    assert "(3 configurations, the cheapest kept)" in plan.result.message
 
 
 def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):

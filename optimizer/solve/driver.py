@@ -6,7 +6,10 @@ One place decides it, in this order:
    proven bound (``relaxation_bound``), whatever happens next;
 2. for a model with stability limits (``config-used``), the **stable fleet
    in stages** (:func:`solve_stable`): the model without the limits first
-   (a relaxation: its bound is a proof for the stable model too), then the
+   (a relaxation: its bound is a proof for the stable model too); where that
+   plan puts a request class limited to one configuration on several, one
+   stable solve per configuration of that class (an exact split, branches
+   pruned by their LP bound and cut off at the best plan); otherwise the
    model restricted to the configurations that plan uses most, and only if
    that restriction cannot match the relaxation's bound the whole model,
    warm-started from it;
@@ -50,6 +53,9 @@ STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
 #: more, for the solver to choose from (the most used alone can be the wrong choice when the plan
 #: without limits mixes them)
 EXTRA_CANDIDATES = 1
+#: a request class limited to one configuration is split into one stable solve per candidate
+#: configuration (:func:`_split_on_configuration`) when it has at most this many candidates
+MAX_SPLIT = 16
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -116,6 +122,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
        lifted: the model without stability, a relaxation of it. Its bound
        B is a lower bound on the stable optimum.
+    1b. *Split*: if that plan breaks a limit of one configuration, one
+       stable solve per configuration of the class it breaks most
+       (:func:`_split_on_configuration`); the cheapest is the optimum.
+       Stages 2 and 3 are for the other cases (limits above one, many
+       candidates).
     2. *Restricted*: the stable model with, per service and request class,
        only the N configurations that carry most of stage 1's traffic. A
        restriction: its plan is a stable plan. If it costs at most B·(1 +
@@ -128,9 +139,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     those stage 1's plan uses most, or, without a plan, those of the LP
     relaxation ``guide``.
 
-    On q3 the stable optimum equals the unlimited one (the price of
-    stability is 0), so stage 2 proves it and stage 3 never runs
-    (docs/performance.md).
+    On q3 the plan without limits puts the chat service on three
+    configurations; the split proves the stable optimum in about 95 s where
+    stages 2 and 3 had not after 12 minutes (docs/performance.md).
     """
     t0 = time.perf_counter()
     mip = model.mip
@@ -156,6 +167,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         x = first.x if first.status.has_plan else guide
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds)
     bound = first.bound
+
+    split = _split_on_configuration(model, a, first, solver,
+                                    None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                                    gap, threads)
+    if split is not None:
+        return split
 
     keep = _most_used(model, first.x)
     restricted = _copy(a)
@@ -203,12 +220,12 @@ def _copy(a):
                                row_hi=a.row_hi.copy())
 
 
-def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndarray:
-    """Per ``config-used`` variable: is its configuration among the N most used for its request class?
+def _use(model: Model, x: np.ndarray) -> pd.DataFrame:
+    """Per ``config-used`` variable (in its order): the traffic its configuration carries in the plan ``x``.
 
-    Use is the traffic a configuration carries in the plan ``x`` over the
-    horizon: routed rps for a bucketed service, replicas × rps for a
-    single-size one (each weighted by the period's hours).
+    Use is routed rps for a bucketed service, replicas × rps for a
+    single-size one, each weighted by the period's hours, summed over the
+    horizon; columns ``service, bucket, config, use, max_configurations``.
     """
     mip, d = model.mip, model.data
     cu = mip.variables["config-used"].coords.reset_index(drop=True)
@@ -221,10 +238,98 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
     use = pd.concat([routed[["service", "bucket", "config", "use"]], reps[["service", "bucket", "config", "use"]]])
     use = use.groupby(["service", "bucket", "config"], as_index=False)["use"].sum()
     cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
-    cu = cu.merge(d.stability[["service", "max_configurations"]], on="service")
+    return cu.merge(d.stability[["service", "max_configurations"]], on="service")
+
+
+def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndarray:
+    """Per ``config-used`` variable: is its configuration among the N most used for its request class?"""
+    cu = _use(model, x)
     cu["rank"] = cu.groupby(["service", "bucket"])["use"].rank(method="first", ascending=False)
     extra = EXTRA_CANDIDATES if extra is None else extra
     return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
+
+
+def _split_on_configuration(model: Model, a, first: SolveResult, solver: str, time_limit: float | None,
+                            gap: float, threads: int | None) -> SolveResult | None:
+    """The stable optimum as the cheapest of one stable solve per configuration of one request class.
+
+    The plan without stability limits (``first``) puts some request class
+    on more configurations than it may use. When that class may use one
+    (N = 1) and has at most :data:`MAX_SPLIT` candidates, every stable plan
+    uses exactly one of them, k; so the stable optimum is the least of the
+    optima of the stable model with that class fixed to k, over k, and the
+    least of their bounds is a proof. Each branch is smaller than the whole
+    model (one class's choice is made) and its LP is tighter. Branches are
+    taken in order of their LP bound; a branch whose LP bound is not below
+    the best plan so far is pruned without a solve, and a branch's solve
+    stops once its bound reaches the best plan (HiGHS's cutoff).
+
+    Returns None when no class qualifies (the caller's stages apply).
+    Under a time limit each remaining branch gets an equal share of what is
+    left; a branch stopped on its share contributes its own bound.
+    """
+    t0 = time.perf_counter()
+    mip = model.mip
+    ids = mip.variables["config-used"].ids
+    cu = _use(model, first.x)
+    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
+                                                                 limit=("max_configurations", "first"))
+    over = used[used["n"] > used["limit"]].sort_values("n", ascending=False)
+    if over.empty:
+        return None
+    service, bucket = over.index[0]
+    if int(over["limit"].iloc[0]) != 1:
+        return None
+    ks = np.flatnonzero(((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy())
+    if len(ks) > MAX_SPLIT:
+        return None
+    branches = []
+    for k in ks:
+        b = _copy(a)
+        b.col_lo[ids[ks]] = 0.0
+        b.col_hi[ids[ks]] = 0.0
+        b.col_lo[ids[k]] = b.col_hi[ids[k]] = 1.0
+        lp = _copy(b)
+        lp.integer = np.zeros_like(lp.integer)
+        key = "highs" if solver == "cp-sat" else solver
+        r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
+        if r.status == Status.OPTIMAL:
+            branches.append((r.objective, k, b))
+        elif r.status != Status.INFEASIBLE:
+            return None  # an LP the back end could not settle: the caller's stages apply
+    branches.sort(key=lambda t: t[0])
+    best: SolveResult | None = None
+    bounds = []
+    seconds = first.solve_seconds
+    for i, (lp_bound, k, b) in enumerate(branches):
+        if best is not None and lp_bound >= best.objective - gap * max(abs(best.objective), 1e-9):
+            bounds.append(lp_bound)
+            continue
+        share = None
+        if time_limit is not None:
+            share = max(1.0, (time_limit - (time.perf_counter() - t0)) / (len(branches) - i))
+        r = backend_solve(mip, solver=solver, time_limit=share, gap=gap, threads=threads, arrays=b,
+                          cutoff=None if best is None else best.objective)
+        seconds += r.solve_seconds
+        if r.status == Status.INFEASIBLE:
+            continue
+        bounds.append(max(lp_bound, r.bound) if r.bound is not None else lp_bound)
+        if r.status.has_plan and (best is None or r.objective < best.objective):
+            best = r
+    if best is None:
+        if not bounds:  # every configuration of the class admits no stable plan
+            return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
+                               message="no plan meets every constraint with the stability limits")
+        return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
+                           message="no stable plan within the time limit")
+    best.solve_seconds = seconds
+    best.bound = min(best.objective, max(min(bounds), first.bound if first.bound is not None else -np.inf))
+    best.gap = relative_gap(best.objective, best.bound)
+    proven = best.gap is not None and best.gap <= gap + 1e-12
+    best.status = Status.OPTIMAL if proven else Status.FEASIBLE
+    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per configuration of "
+                    f"{service}/{bucket} ({len(branches)} configurations, the cheapest kept)")
+    return best
 
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,

@@ -76,6 +76,7 @@ def solve(
     start: np.ndarray | None = None,
     arrays: Arrays | None = None,
     target: float | None = None,
+    cutoff: float | None = None,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -96,6 +97,9 @@ def solve(
     target
         Stop at the first plan that costs at most this (back ends that can:
         HiGHS); the caller holds the proof that nothing is cheaper.
+    cutoff
+        Stop once the bound proves nothing costs less than this (back ends
+        that can: HiGHS; the others solve on); the caller holds such a plan.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -114,7 +118,9 @@ def solve(
             start = None
         else:
             start_obj = start_objective(a, start)
-    extra = {"target": target} if target is not None and key == "highs" else {}
+    extra = {}
+    if key == "highs":
+        extra = {k: v for k, v in (("target", target), ("cutoff", cutoff)) if v is not None}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)
     result.start_objective = start_obj
     if result.status.has_plan:

@@ -83,13 +83,15 @@ def _lp(highspy, a: Arrays):
 
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
-                  target: float | None = None) -> SolveResult:
+                  target: float | None = None, cutoff: float | None = None) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
     holds a proof that nothing is cheaper, e.g. a relaxation's bound); the
     result is then ``feasible`` with HiGHS's own bound, and the caller
-    applies its proof.
+    applies its proof. ``cutoff``: stop as soon as the bound proves that
+    nothing costs less than this (the caller has such a plan elsewhere); the
+    result carries that bound, with the best plan if there is one.
     """
     import highspy
 
@@ -127,6 +129,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                     root["bound"] = b
             if target is not None and float(data_out.mip_primal_bound) <= target:
                 data_in.user_interrupt = True
+            if cutoff is not None and float(data_out.mip_dual_bound) >= cutoff:
+                data_in.user_interrupt = True
 
     h.setCallback(on_event, None)
     h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
@@ -155,6 +159,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     if not has_plan:
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
+        if cutoff is not None and bound is not None and bound >= cutoff:
+            msg = f"cut off: nothing here costs less than {cutoff:,.2f}"
         return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
     r = assess(a.c, a.c0, a.integer, np.asarray(h.getSolution().col_value, dtype=float), bound, gap,
                completed=status == S.kOptimal, bound_is_objective=not mip_model and status == S.kOptimal)
@@ -164,5 +170,6 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     st = Status.OPTIMAL if proven else Status.FEASIBLE
     msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
                                     else "stopped at the target" if target is not None and objective <= target
+                                    else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
                                     else f"HiGHS status {h.modelStatusToString(status)}")
     return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
