@@ -299,23 +299,46 @@ def _split_on_configuration(model: Model, a, first: SolveResult, solver: str, ti
             return None  # an LP the back end could not settle: the caller's stages apply
     branches.sort(key=lambda t: t[0])
     best: SolveResult | None = None
-    bounds = []
+    bounds: dict[int, float] = {}   # branch -> its proven bound
+    open_: dict[int, SolveResult] = {}  # branches stopped on their share of the time, not yet settled
     seconds = first.solve_seconds
+
+    def settled(bound: float) -> bool:
+        return best is not None and bound >= best.objective - gap * max(abs(best.objective), 1e-9)
+
+    def run(i: int, b, share: float | None, start: np.ndarray | None) -> None:
+        nonlocal best, seconds
+        r = backend_solve(mip, solver=solver, time_limit=share, gap=gap, threads=threads, arrays=b, start=start,
+                          cutoff=None if best is None else best.objective)
+        seconds += r.solve_seconds
+        open_.pop(i, None)
+        if r.status == Status.INFEASIBLE:
+            bounds[i] = np.inf
+            return
+        bounds[i] = max(bounds[i], r.bound) if r.bound is not None else bounds[i]
+        if r.status.has_plan and (best is None or r.objective < best.objective):
+            best = r
+        if r.status != Status.OPTIMAL and not settled(bounds[i]):
+            open_[i] = r
+
     for i, (lp_bound, k, b) in enumerate(branches):
-        if best is not None and lp_bound >= best.objective - gap * max(abs(best.objective), 1e-9):
-            bounds.append(lp_bound)
+        bounds[i] = lp_bound
+        if settled(lp_bound):
             continue
         share = None
         if time_limit is not None:
             share = max(1.0, (time_limit - (time.perf_counter() - t0)) / (len(branches) - i))
-        r = backend_solve(mip, solver=solver, time_limit=share, gap=gap, threads=threads, arrays=b,
-                          cutoff=None if best is None else best.objective)
-        seconds += r.solve_seconds
-        if r.status == Status.INFEASIBLE:
+        run(i, b, share, None)
+    # the time the pruned and quick branches left goes to those stopped on their share, from their plans
+    while time_limit is not None and open_ and time_limit - (time.perf_counter() - t0) >= 1.0:
+        i = min(open_, key=lambda j: bounds[j])
+        if settled(bounds[i]):
+            open_.pop(i)
             continue
-        bounds.append(max(lp_bound, r.bound) if r.bound is not None else lp_bound)
-        if r.status.has_plan and (best is None or r.objective < best.objective):
-            best = r
+        share = max(1.0, (time_limit - (time.perf_counter() - t0)) / len(open_))
+        prev = open_[i]
+        run(i, branches[i][2], share, prev.x if prev.status.has_plan else None)
+    bounds = list(bounds.values())
     if best is None:
         if not bounds:  # every configuration of the class admits no stable plan
             return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
