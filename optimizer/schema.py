@@ -328,7 +328,14 @@ class TrainingProfile(Strict):
 
 
 class TrainingJob(Strict):
-    """A training run: a model, a token budget and a window of months."""
+    """A training run: a model, a token budget and a window of months.
+
+    ``method``: ``full`` trains every weight; ``lora`` trains rank-``lora_rank``
+    adapters on every linear layer beside frozen 16-bit weights; ``qlora`` the
+    same beside 4-bit weights. ``sequence_length`` and ``global_batch_tokens``
+    replace the named defaults ``train_sequence_tokens`` and
+    ``train_global_batch_tokens`` for this job.
+    """
 
     name: str
     model: str
@@ -339,6 +346,10 @@ class TrainingJob(Strict):
     spot: bool = False
     checkpoint_minutes: Pos = 30.0
     cluster_gpus: list[PosInt] = Field(default_factory=lambda: [8, 16, 32, 64], min_length=1)
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora_rank: PosInt = 16
+    sequence_length: PosInt | None = None
+    global_batch_tokens: Pos | None = None
     regions: list[str] | None = None
     profiles: list[TrainingProfile] | None = None
     providers: Providers | None = None

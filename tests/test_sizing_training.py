@@ -67,3 +67,76 @@ def test_layout_search_uses_sharding_and_recompute_when_needed(ref):
     big = tr(ref, "llama-3.1-405b", "H100-SXM", 1024)
     assert big["fits"] and ("zero3" in big["layout"] or "pp" in big["layout"])
     assert big["tp"] * big["pp"] * big["dp"] == 1024
+
+
+# --- LoRA and QLoRA ---------------------------------------------------------------------------------
+# Llama-3.1-70B: body 68,452,360,192 parameters, input and output embeddings 2,101,346,304.
+# Rank-16 adapters on every linear layer: 80 layers x 16 x (7 x 8,192 + 2 x 8,192 + 2 x 1,024 + 3 x 28,672)
+# = 80 x 16 x 161,792 = 207,093,760 parameters.
+BODY, EMB, ADAPTERS = 68_452_360_192, 2_101_346_304, 80 * 16 * 161_792
+
+
+def _layout_vram(ref, method, tp=8):
+    from optimizer.sizing.training import layouts
+
+    models, gpus, eff = ref
+    lay = layouts(models["llama-3.1-70b"], gpus["H100-SXM"], tp, "bf16", eff, method=method)
+    i = [j for j in range(len(lay["t"])) if lay["t"][j] == tp and lay["p"][j] == 1 and lay["zero"][j] == 1
+         and lay["recompute"][j] == "full"][0]
+    return float(lay["vram_bytes"][i])
+
+
+def test_lora_memory_of_70b_by_hand(ref):
+    from optimizer.sizing.training import lora_params
+
+    models, _, _ = ref
+    assert lora_params(models["llama-3.1-70b"], 16) == ADAPTERS
+    # tp8, one pipeline stage, one data-parallel rank, ZeRO-1: activations are the same for every method,
+    # so the differences are the weight and optimizer states alone (per GPU: a tenth of the model each)
+    full = 16 * (BODY + EMB) / 8                                   # bf16 weights + grads 4, Adam 12
+    lora = 2 * (BODY + EMB) / 8 + 16 * ADAPTERS / 8                # frozen bf16 base, trained adapters
+    qlora = (0.516 * BODY + 2 * EMB) / 8 + 16 * ADAPTERS / 8       # NF4 body, 16-bit embeddings
+    assert _layout_vram(ref, "lora") - _layout_vram(ref, "full") == pytest.approx(lora - full)
+    assert _layout_vram(ref, "qlora") - _layout_vram(ref, "full") == pytest.approx(qlora - full)
+
+
+def test_lora_flops_skip_the_base_weight_gradients(ref):
+    models, _, _ = ref
+    arch = models["llama-3.1-70b"]
+    n = BODY + EMB
+    attn = flops_per_token(arch, 4096) - 6 * n
+    assert flops_per_token(arch, 4096, "lora", 16) == pytest.approx(4 * n + 6 * ADAPTERS + attn)
+
+
+def test_a_70b_fine_tune_no_longer_needs_16_gpus(ref):
+    models, gpus, eff = ref
+
+    def fits(n, method):
+        return estimate_training(models["llama-3.1-70b"], gpus["H100-SXM"], n, "bf16", 1e9, eff,
+                                 method=method)["fits"]
+
+    assert not fits(8, "full") and fits(16, "full")
+    assert not fits(1, "lora") and fits(2, "lora")
+    assert fits(1, "qlora")
+    q = estimate_training(models["llama-3.1-70b"], gpus["H100-SXM"], 8, "bf16", 1e9, eff, method="qlora")
+    lo = estimate_training(models["llama-3.1-70b"], gpus["H100-SXM"], 8, "bf16", 1e9, eff, method="lora")
+    assert q["gpu_hours"] == pytest.approx(8 * q["hours"]) and q["hours"] > lo["hours"]
+
+
+def test_a_job_states_its_method_sequence_length_and_batch(ref):
+    from optimizer import schema
+    from optimizer.sizing import training_candidates
+
+    models, gpus, eff = ref
+    base = dict(name="ft", model="llama-3.1-70b", tokens=1e9, deadline_month=1, cluster_gpus=[2, 16])
+    full = training_candidates(schema.TrainingJob(**base), ["H100-SXM"], models=models, gpus=gpus, eff=eff)
+    lora = training_candidates(schema.TrainingJob(**base, method="lora"), ["H100-SXM"], models=models,
+                               gpus=gpus, eff=eff)
+    assert list(full["gpus"]) == [16] and 2 in set(lora["gpus"])
+    short = training_candidates(schema.TrainingJob(**base, method="lora", sequence_length=1024), ["H100-SXM"],
+                                models=models, gpus=gpus, eff=eff).set_index("gpus")
+    long_ = training_candidates(schema.TrainingJob(**base, method="lora", sequence_length=32768), ["H100-SXM"],
+                                models=models, gpus=gpus, eff=eff).set_index("gpus")
+    assert long_.loc[16, "hours"] > short.loc[16, "hours"]  # attention FLOPs grow with the sequence
+    with pytest.raises(ValueError):
+        schema.TrainingJob(**base, method="dora")

@@ -159,7 +159,16 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_t
 @click.option("--fabric-gbps", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Fabric between machines, Gbit/s per GPU (infiniband/efa/roce 400; 12.5 for 100 Gbit/s "
                    "Ethernet shared by 8 GPUs). Default: train_network_gbs_per_gpu x 8.")
-def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, gpus_per_node, fabric_gbps):
+@click.option("--method", type=click.Choice(["full", "lora", "qlora"], case_sensitive=False), default="full",
+              show_default=True, help="Train every weight, or LoRA/QLoRA adapters beside frozen weights.")
+@click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Rank of the LoRA/QLoRA adapters.")
+@click.option("--sequence-length", type=click.IntRange(min=1), default=None,
+              help="Tokens per sequence. Default: train_sequence_tokens.")
+@click.option("--global-batch-tokens", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Tokens per optimizer step. Default: train_global_batch_tokens.")
+def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, gpus_per_node, fabric_gbps,
+             method, lora_rank, sequence_length, global_batch_tokens):
     """A training run of TOKENS tokens on a cluster of GPUS GPUs."""
     from ..sizing import estimate_training, resolve_gpu, resolve_model
     from ..sizing.training import Network, default_network
@@ -169,8 +178,11 @@ def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, g
     spec = resolve_gpu(gpu, gpu_table, field="--gpu")
     base = default_network(gpus, eff)
     net = Network(gpus_per_node or base.gpus_per_node, fabric_gbps or base.fabric_gbps_per_gpu)
-    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net)
+    over = {k: float(v) for k, v in (("train_sequence_tokens", sequence_length),
+                                     ("train_global_batch_tokens", global_batch_tokens)) if v is not None}
+    eff = eff.with_overrides(over) if over else eff
+    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net, method.lower(), lora_rank)
     r["gpus_per_node"], r["fabric_gbps_per_gpu"] = net.gpus_per_node, net.fabric_gbps_per_gpu
-    _emit(r, fmt, ["fits", "vram_gb_per_gpu", "tokens_per_s", "hours", "mfu", "layout"])
+    _emit(r, fmt, ["fits", "method", "vram_gb_per_gpu", "tokens_per_s", "hours", "gpu_hours", "mfu", "layout"])
     if not r["fits"]:
         sys.exit(EXIT_INFEASIBLE)

@@ -148,6 +148,7 @@ def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models
         ``tokens_per_s`` (cluster), ``mfu``, ``vram_gb_per_gpu``, ``layout``.
     """
     arch = resolve_model(job.model, models, field=f"training[{job.name}].model")
+    eff = job_efficiency(job, eff)
     rows = []
     for name in dict.fromkeys(gpu_names):
         gpu = resolve_gpu(name, gpus, field=f"training[{job.name}]")
@@ -161,13 +162,21 @@ def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models
                     net = Network(n)  # inside one node
                 else:
                     net = Network(int(node), gbps)
-                r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff, net)
+                r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff, net, job.method,
+                                      job.lora_rank)
                 if r["fits"]:
                     rows.append((gpu.name, n, job.precision, node, gbps, r["hours"], r["tokens_per_s"], r["mfu"],
                                  r["vram_gb_per_gpu"], r["layout"]))
     if not rows:
         return _empty(SIZED_TRAINING_COLUMNS)
     return pd.DataFrame(rows, columns=SIZED_TRAINING_COLUMNS)
+
+
+def job_efficiency(job: schema.TrainingJob, eff):
+    """The efficiency factors with the job's own ``sequence_length`` and ``global_batch_tokens``."""
+    over = {k: float(v) for k, v in (("train_sequence_tokens", job.sequence_length),
+                                     ("train_global_batch_tokens", job.global_batch_tokens)) if v is not None}
+    return eff.with_overrides(over) if over else eff
 
 
 def _networks(links: pd.DataFrame | None, gpu: str, n: int) -> list[tuple[float | None, float | None]]:

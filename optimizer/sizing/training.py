@@ -15,9 +15,19 @@ Memory per GPU (Psi = total params / (t p))::
     activations, selective:      c_sel x s x b x h x L / t  (norms and SwiGLU products recomputed)
     + fp32 logits 4 x s x b x V / t + misc
 
+LoRA and QLoRA (``method``): the base weights are frozen (16-bit, or
+``qlora_weight_bytes_per_param`` for QLoRA's 4-bit body) with no gradients
+or optimizer state; rank-r adapters on every linear layer of every layer
+(A = L x r x (7h + 2 a d + 2 k d + 3f) parameters) carry weights, gradients
+and Adam state (train_param_grad_bytes + train_optimizer_bytes each)::
+
+    ZeRO-1:  base bytes x Psi + (pg + opt) x A / (t p)
+    ZeRO-3:  base bytes x Psi / d + gathered layers + (pg + opt) x A / (t p d)
+
 Time::
 
     FLOPs per token = 6 x active params + 6 x L x s x (attention pair FLOPs / 4)   (causal attention)
+                      (LoRA: 4 x active params, no weight gradients of the base; + 6 x A)
     tokens/s = n x peak_bf16 x MFU(generation) x scaling(n) x [fp8 speed-up] x [FSDP factor]
                / [recompute factor] / (1 + exposed TP all-reduce share) / pipeline bubble / FLOPs per token
     scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
@@ -52,11 +62,32 @@ def scaling_efficiency(gpus, eff: Efficiency):
     return 1.0 / (1.0 + eff["train_scaling_loss_per_doubling"] * doublings)
 
 
-def flops_per_token(arch: ModelArch, seq_len: float) -> float:
-    """Training FLOPs per token: 6 x active params + causal attention (forward + backward)."""
+METHODS = ("full", "lora", "qlora")
+
+
+def lora_params(arch: ModelArch, rank: int) -> float:
+    """Adapter parameters of a rank-``rank`` LoRA on every linear layer of every layer.
+
+    Each adapted matrix of shape (in, out) gets A (in x r) and B (r x out):
+    r x (in + out). Per layer: q (h, a d), k and v (h, k d), o (a d, h),
+    gate and up (h, f), down (f, h): r x (7h + 2ad + 2kd + 3f). MoE layers
+    adapt the attention and the shared path only (routed experts frozen).
+    """
+    h, ad, kd = arch.hidden_size, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    f = arch.ffn_size if not arch.is_moe else arch.shared_experts * (arch.expert_ffn_size or arch.ffn_size)
+    return float(arch.layers * rank * (7 * h + 2 * ad + 2 * kd + 3 * f) if f else
+                 arch.layers * rank * (4 * h + 2 * ad + 2 * kd))
+
+
+def flops_per_token(arch: ModelArch, seq_len: float, method: str = "full", lora_rank: int = 16) -> float:
+    """Training FLOPs per token: 6 x active params (LoRA: 4, no base weight gradients; plus 6 x the
+    adapters) + causal attention (forward + backward)."""
     st = arch_stats(arch)
     # forward attention per token = layers x (s/2 keys) x pair FLOPs; x3 for backward.
-    return 6.0 * st.params_active + 1.5 * arch.layers * seq_len * st.attn_pair_flops_prefill
+    attn = 1.5 * arch.layers * seq_len * st.attn_pair_flops_prefill
+    if method == "full":
+        return 6.0 * st.params_active + attn
+    return 4.0 * st.params_active + 6.0 * lora_params(arch, lora_rank) + attn
 
 
 def training_mfu(gpu: GpuSpec, eff: Efficiency) -> float:
@@ -93,7 +124,7 @@ def default_network(gpus: int, eff: Efficiency) -> Network:
 
 
 def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency,
-            network: Network | None = None) -> dict:
+            network: Network | None = None, method: str = "full", lora_rank: int = 16) -> dict:
     """Every layout for ``gpus`` GPUs with its memory per GPU and throughput (arrays).
 
     ``network`` says how the GPUs are joined (default: :func:`default_network`).
@@ -120,8 +151,16 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     if precision == "fp32":  # fp32 weights+grads, Adam m+v without a separate master copy
         pg, opt, act_b = 2 * pg, max(opt - 4.0, 0.0), 4.0
     psi = st.params_total / (t * p)
-    live = 2.0 * (st.params_total / L) / t * (pg / 2.0)       # ZeRO-3: gathered layers in flight
-    states = np.where(zero == 3, (pg + opt) * psi / d + live, pg * psi + opt * psi / d)
+    if method == "full":
+        live = 2.0 * (st.params_total / L) / t * (pg / 2.0)       # ZeRO-3: gathered layers in flight
+        states = np.where(zero == 3, (pg + opt) * psi / d + live, pg * psi + opt * psi / d)
+    else:  # frozen base (no gradients, no optimizer state) + trained adapters
+        emb = st.params_embedding
+        body_b = eff["qlora_weight_bytes_per_param"] if method == "qlora" else act_b
+        base_b = (body_b * (st.params_total - emb) + act_b * emb) / st.params_total   # bytes per base weight
+        live = 2.0 * (st.params_total / L) / t * base_b
+        adapters = (pg + opt) * lora_params(arch, lora_rank) / (t * p)
+        states = np.where(zero == 3, base_b * psi / d + live + adapters / d, base_b * psi + adapters)
     sbh = s * b * h * act_b / 2.0
     acts_full = eff["train_act_bytes_per_sbh"] * sbh * L / t
     acts_rec = 2.0 * sbh * L / t + eff["train_act_bytes_per_sbh"] * sbh / t
@@ -131,12 +170,14 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     fits = vram <= gpu.vram_bytes * eff["train_vram_usable_fraction"]
 
     # -- throughput -----------------------------------------------------------
-    f_tok = flops_per_token(arch, s)
+    f_tok = flops_per_token(arch, s, method, lora_rank)
     # MFU is defined on the 16-bit peak; fp8 runs at train_fp8_speedup x the bf16 speed.
     peak = gpu.peak_tflops("bf16" if precision == "fp8" else precision) * 1e12
     rate = gpus * peak * training_mfu(gpu, eff) * scaling_efficiency(gpus, eff)
     if precision == "fp8":
         rate *= eff["train_fp8_speedup"]
+    if method == "qlora":
+        rate *= eff["train_qlora_speed_factor"]
     rate = rate * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
     rate = rate / np.select([rec == 1, rec == 2],
                             [eff["train_recompute_factor"], eff["train_selective_recompute_factor"]], 1.0)
@@ -156,7 +197,11 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     # ZeRO-3 = 3 x shard (two parameter all-gathers + gradient reduce-scatter); hidden behind
     # a share of the step's compute, the rest exposed.
     grad_b = 4.0 if precision == "fp32" else 2.0
-    volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (d - 1) / d
+    if method == "full":
+        volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (d - 1) / d
+    else:  # only the adapters' gradients are reduced; ZeRO-3 still gathers the frozen base twice
+        ad = lora_params(arch, lora_rank) / (t * p)
+        volume = (2.0 * ad * grad_b + np.where(zero == 3, 2.0 * psi * base_b, 0.0)) * (d - 1) / d
     dp_comm = volume / (network.link_bytes_s(gpu, gpus) * eff["train_comm_bw_fraction"])
     exposed = np.maximum(0.0, dp_comm - eff["train_dp_comm_overlap"] * compute_step)
     tokens_per_s = batch_tokens / (compute_step + exposed)
@@ -165,23 +210,25 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
 
 
 def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
-                      eff: Efficiency, network: Network | None = None) -> dict:
+                      eff: Efficiency, network: Network | None = None, method: str = "full",
+                      lora_rank: int = 16) -> dict:
     """One configuration: the ``gpuopt estimate training`` result.
 
     ``network``: how the cluster's GPUs are joined (default:
-    :func:`default_network`, the named defaults).
+    :func:`default_network`, the named defaults). ``method``: ``full``,
+    ``lora`` or ``qlora`` (rank ``lora_rank`` adapters on every linear layer).
 
     Returns ``fits``, ``vram_gb_per_gpu``, ``tokens_per_s`` (whole
     cluster), ``hours``, ``mfu`` (model FLOPs utilisation against the dense
     peak of ``precision``), ``layout`` and, when it does not fit, ``reason``.
     """
     out = {"model": arch.name, "gpu": gpu.name, "gpus": gpus, "precision": precision, "tokens": tokens,
-           "fits": False, "vram_gb_per_gpu": None, "tokens_per_s": 0.0, "hours": None, "mfu": None,
+           "method": method, "fits": False, "vram_gb_per_gpu": None, "tokens_per_s": 0.0, "hours": None, "mfu": None,
            "layout": None}
     if not gpu.supports_training(precision):
         out["reason"] = f"{precision} training is not supported on {gpu.name}"
         return out
-    lay = layouts(arch, gpu, gpus, precision, eff, network)
+    lay = layouts(arch, gpu, gpus, precision, eff, network, method, lora_rank)
     if not lay["fits"].any():
         i = int(np.argmin(lay["vram_bytes"]))
         out["vram_gb_per_gpu"] = round(float(lay["vram_bytes"][i]) / 1e9, 3)
@@ -198,7 +245,8 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
         "vram_gb_per_gpu": round(float(lay["vram_bytes"][i]) / 1e9, 3),
         "tokens_per_s": tps,
         "hours": tokens / tps / 3600.0,
-        "mfu": flops_per_token(arch, eff["train_sequence_tokens"]) * tps / (gpus * peak),
+        "mfu": flops_per_token(arch, eff["train_sequence_tokens"], method, lora_rank) * tps / (gpus * peak),
+        "gpu_hours": gpus * tokens / tps / 3600.0,
         "layout": _layout_text(lay, i),
         "tp": int(lay["t"][i]), "pp": int(lay["p"][i]), "dp": int(lay["d"][i]),
         "zero": int(lay["zero"][i]), "recompute": str(lay["recompute"][i]),

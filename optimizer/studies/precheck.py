@@ -38,6 +38,7 @@ import pandas as pd
 from .. import sizing
 from ..candidates import Candidates
 from ..errors import suggest
+from ..sizing.candidates import job_efficiency
 from ..load import Problem, provider_allowed
 
 KEYS = ("kind", "workload", "offering", "period", "amount", "unit", "message")
@@ -261,7 +262,8 @@ def _no_fit_job(problem: Problem, j) -> dict:
     best = None
     for gname, spec in offered:
         for n in sorted(set(j.cluster_gpus)):
-            r = sz.estimate_training(arch, spec, n, j.precision, float(j.tokens), eff)
+            r = sz.estimate_training(arch, spec, n, j.precision, float(j.tokens), job_efficiency(j, eff),
+                                     method=j.method, lora_rank=j.lora_rank)
             v = r.get("vram_gb_per_gpu")
             if r.get("fits") or v is None:
                 continue
