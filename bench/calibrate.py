@@ -3,6 +3,7 @@
 Usage::
 
     python bench/calibrate.py [bench/data/calibration_figures.csv] [--rows] [--set NAME=VALUE ...]
+    python bench/calibrate.py --fit [--factors a,b,...]      # fit, then leave one source out
 
 Reads a CSV with columns ``kind, model, gpu, gpu_count, precision, metric,
 value, unit, conditions, source`` (kinds ``infer``, ``train``, ``memory``),
@@ -190,13 +191,80 @@ def summary(data: pd.DataFrame, by: str) -> pd.DataFrame:
                          "worst_error_pct": g.max() * 100}).round(1)
 
 
+#: the inference factors ``--fit`` searches by default (the ones the throughput and TTFT rows identify)
+FIT_FACTORS = ["decode_bw_fraction", "kv_bw_fraction", "decode_mfu", "prefill_mfu_8bit", "prefill_mfu_16bit",
+               "comm_bw_fraction", "allreduce_latency_us"]
+#: coordinate search: each factor is tried at these multiples of its current value, two sweeps
+FIT_STEPS = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.4)
+
+
+def _median_error(paths: list[str], over: dict[str, float], kind: str = "infer") -> float:
+    errs = pd.concat([evaluate(p, over) for p in paths])
+    errs = errs[(errs["kind"] == kind) & errs["error"].notna()]
+    return float(errs["error"].abs().median())
+
+
+def fit(paths: list[str], names: list[str], sweeps: int = 2) -> tuple[dict[str, float], float]:
+    """Coordinate search for the factors ``names`` minimising the median |error| of the inference rows.
+
+    Each sweep tries every factor at :data:`FIT_STEPS` times its current
+    value (fractions capped at 1), keeping the best, one factor at a time.
+    Returns the fitted values and their median |error|.
+    """
+    base = load_efficiency()
+    cur = {n: float(base[n]) for n in names}
+    best = _median_error(paths, cur)
+    for _ in range(sweeps):
+        for n in names:
+            start = cur[n]  # the steps are multiples of the value this factor had when its turn began
+            for step in FIT_STEPS:
+                trial = dict(cur)
+                trial[n] = start * step
+                if n.endswith("_fraction") or n.endswith("_mfu") or "mfu" in n:
+                    trial[n] = min(trial[n], 1.0)
+                e = _median_error(paths, trial)
+                if e < best - 1e-9:
+                    best, cur = e, trial
+    return cur, best
+
+
+def loso(paths: list[str], names: list[str]) -> pd.DataFrame:
+    """Leave one source (file) out: fit on the others, measure on it; plus the in-sample fit on all."""
+    rows = []
+    fitted_all, _ = fit(paths, names)
+    for p in paths:
+        rest = [q for q in paths if q != p]
+        shipped = _median_error([p], {})
+        in_sample = _median_error([p], fitted_all)
+        held = _median_error([p], fit(rest, names)[0]) if rest else float("nan")
+        rows.append({"source": Path(p).name, "shipped_pct": shipped * 100, "fit_on_all_pct": in_sample * 100,
+                     "fit_without_it_pct": held * 100})
+    out = pd.DataFrame(rows).round(1)
+    out.attrs["fitted"] = fitted_all
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", nargs="?", default=str(Path(__file__).resolve().parent / "data" / "calibration_figures.csv"))
     ap.add_argument("--rows", action="store_true", help="print every row")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override an efficiency factor (repeatable)")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit the inference factors on every file given (default: both shipped files) and print "
+                         "in-sample and leave-one-source-out median errors")
+    ap.add_argument("--factors", default=",".join(FIT_FACTORS), help="comma-separated factors for --fit")
+    ap.add_argument("more", nargs="*", help="further CSV files (with --fit)")
     args = ap.parse_args(argv)
+    if args.fit:
+        here = Path(__file__).resolve().parent / "data"
+        given = [args.csv] + args.more if args.csv != ap.get_default("csv") or args.more else []
+        paths = given or [str(here / "calibration_figures.csv"), str(here / "calibration_more.csv")]
+        table = loso(paths, [f.strip() for f in args.factors.split(",") if f.strip()])
+        print("Fitted on all files:", {k: round(v, 4) for k, v in table.attrs["fitted"].items()})
+        print("Median |error| of inference rows, per source (file):")
+        print(table.to_string(index=False))
+        return 0
     over = {}
     for item in args.set:
         k, _, v = item.partition("=")

@@ -8,6 +8,8 @@ vLLM), not gpuopt output; the thresholds are what docs/sizing.md reports
 from __future__ import annotations
 
 import sys
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,3 +31,24 @@ def test_calibration_runs_from_a_fresh_clone_and_stays_within_its_reported_error
 def test_calibrate_command_defaults_to_the_shipped_figures(capsys):
     assert calibrate.main([]) == 0
     assert "By kind" in capsys.readouterr().out
+
+
+def test_the_fit_recovers_a_factor_the_figures_were_made_with(tmp_path):
+    # Figures made by the model itself with kv_bw_fraction at 0.8 x its default (offline throughput at a
+    # full batch is bound by reading the KV cache): the procedure is
+    # what is tested (coordinate search over FIT_STEPS), not the model, so the truth is known.
+    from optimizer.sizing.efficiency import load_efficiency
+
+    true = load_efficiency()["kv_bw_fraction"] * 0.8
+    rows = ["kind,model,gpu,gpu_count,precision,metric,value,unit,conditions,source"]
+    for isl, osl in ((128, 128), (128, 2048), (2048, 128), (500, 2000)):
+        rows.append(f"infer,Llama-3.1-8B,H100-SXM-80GB,1,FP8,offline_output_throughput,1,tokens/s,"
+                    f"\"TP=1; ISL={isl}; OSL={osl}\",made here")
+    path = tmp_path / "made.csv"
+    path.write_text("\n".join(rows) + "\n")
+    made = calibrate.evaluate(str(path), {"kv_bw_fraction": true})
+    made["value"] = made["predicted"]
+    made[["kind", "model", "gpu", "gpu_count", "precision", "metric", "value", "unit", "conditions",
+          "source"]].to_csv(path, index=False)
+    fitted, err = calibrate.fit([str(path)], ["kv_bw_fraction"])
+    assert fitted["kv_bw_fraction"] == pytest.approx(true) and err == pytest.approx(0.0, abs=1e-9)
