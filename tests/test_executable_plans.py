@@ -268,8 +268,9 @@ def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkey
 
 def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
     # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
-    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200, the start of the
-    # whole stable model, which finds A in both, 1,100, and proves it.
+    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200 (fix-and-optimize
+    # cannot leave B: the configurations stay fixed), the start of the whole stable model, which finds A in
+    # both, 1,100, and proves it.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
     from optimizer.solve import driver
@@ -298,7 +299,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
     assert calls[1][0]  # the whole model, started from that plan
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert r.bound == pytest.approx(1_100, rel=1e-6)
-    assert "started from the plan with configurations fixed" in r.message
+    assert "the whole stable model, started from 1,200.00, found 1,100.00" in r.message
 
 
 def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp_path, monkeypatch):

@@ -19,10 +19,11 @@ One place decides it, in this order:
 Under a time limit, when the model without stability limits cannot be
 solved to optimality in its share (a large model), no exact stable search
 follows: the configurations are fixed to those that plan (or, without a
-plan, the LP relaxation) uses most, the back end finds the best plan of
-that restriction, and any time left goes to the whole stable model started
-from it; the result is reported with the relaxation's bound and a message
-saying so.
+plan, the LP relaxation) uses most, the back end finds a first plan of that
+restriction, fix-and-optimize rounds (:mod:`optimizer.solve.polish`)
+improve it, and the time left goes to the whole stable model started from
+the best plan; the result is reported with the best proven bound and a
+message naming each step.
 
 The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
@@ -38,7 +39,9 @@ import pandas as pd
 
 from ..model.presolve import Model
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
-from .feasibility import violations
+from .feasibility import objective, violations
+from .neighbourhood import training_support
+from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, relative_gap
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -56,6 +59,10 @@ EXTRA_CANDIDATES = 1
 #: a request class limited to one configuration is split into one stable solve per candidate
 #: configuration (:func:`_split_on_configuration`) when it has at most this many candidates
 MAX_SPLIT = 16
+#: under a time limit, the stages of :func:`solve_stable` run only when the LP relaxation took at most this
+#: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
+#: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
+STAGES_MAX_LP_SHARE = 0.05
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -97,7 +104,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
-        result = solve_stable(model, solver, left, gap, threads, guide=lp.x)
+        result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds)
     else:
         result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
     result.relaxation_bound = lp_bound
@@ -116,7 +123,7 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 
 
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
-                 guide: np.ndarray | None = None) -> SolveResult:
+                 guide: np.ndarray | None = None, lp_seconds: float = 0.0) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -137,7 +144,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     Under a time limit, if stage 1 stops on the limit (a large model), the
     configurations are fixed instead (:func:`_fixed_configurations`):
     those stage 1's plan uses most, or, without a plan, those of the LP
-    relaxation ``guide``.
+    relaxation ``guide``. When the LP relaxation alone took more than
+    :data:`STAGES_MAX_LP_SHARE` of the time limit (``lp_seconds``), stage 1
+    is skipped: a MIP of the same size cannot be solved in its share, and
+    its bound adds little to the LP's (bench ×1: 0.45 % in 24 s).
 
     On q3 the plan without limits puts the chat service on three
     configurations; the split proves the stable optimum in about 95 s where
@@ -146,6 +156,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
+    if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
+        return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
+                                     source="the LP relaxation", lp_x=guide)
     cu = mip.variables["config-used"]
     ids = cu.ids
     limit_rows = mip.constraints["stability-configurations"]
@@ -165,7 +178,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and first.status != Status.OPTIMAL:
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         x = first.x if first.status.has_plan else guide
-        return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds)
+        return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
+                                     source="the plan without stability limits" if first.status.has_plan
+                                     else "the LP relaxation", lp_x=guide)
     bound = first.bound
 
     split = _split_on_configuration(model, a, first, solver,
@@ -356,13 +371,23 @@ def _split_on_configuration(model: Model, a, first: SolveResult, solver: str, ti
 
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
-                          threads: int | None, bound: float | None, spent: float) -> SolveResult:
-    """The stable model with each request class fixed to the N configurations ``x`` uses most.
+                          threads: int | None, bound: float | None, spent: float,
+                          source: str = "the plan without stability limits",
+                          lp_x: np.ndarray | None = None) -> SolveResult:
+    """A stable plan within ``time_limit`` for a model too large to search whole: fix, polish, search.
 
-    A restriction: its plan is a stable plan, but its own bound proves
-    nothing for the stable model; the bound reported is ``bound`` (the
-    model without stability limits), and the driver raises it to the LP
-    relaxation's where that is higher.
+    1. The stable model with each request class fixed to the N
+       configurations ``x`` uses most (a restriction), solved until the back
+       end's first plan (HiGHS; the other back ends solve it on).
+    2. That plan improved by fix-and-optimize rounds
+       (:mod:`optimizer.solve.polish`) until a cycle of rounds gains nothing.
+    3. The whole stable model, started from the best plan, with what is left.
+
+    Every plan here is a stable plan. The bound reported is the better of
+    ``bound`` (the model without stability limits; the driver raises it to
+    the LP relaxation's where that is higher) and the whole stable model's
+    own bound from step 3; the restriction's and the rounds' bounds prove
+    nothing for the stable model.
     """
     mip = model.mip
     ids = mip.variables["config-used"].ids
@@ -371,36 +396,82 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     fixed.col_hi[ids[~keep]] = 0.0
     fixed.col_lo[ids[keep]] = 1.0
     t0 = time.perf_counter()
-    result = backend_solve(mip, solver=solver, time_limit=time_limit, gap=gap, threads=threads, arrays=fixed)
-    if result.status == Status.INFEASIBLE:
-        # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's;
-        # the whole stable model gets the time left
-        left = max(1.0, time_limit - (time.perf_counter() - t0))
-        whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, arrays=a)
-        whole.solve_seconds += result.solve_seconds + spent
-        _raise_bound(whole, bound)
-        return whole
-    result.solve_seconds += spent
-    if not result.status.has_plan:
-        return result
-    result.bound = None if bound is None else min(bound, result.objective)
+
+    def open_gap(obj: float | None) -> bool:
+        g = relative_gap(obj, bound)
+        return g is None or g > gap + 1e-12
+
+    steps = []
+    seconds = spent
+    # first plans, nearest to what is known first: training as the plan without limits places it, then
+    # training where the LP places it, then the configurations alone
+    tries = []
+    if x is not None and x is not lp_x:
+        tries.append(("training as the plan without stability limits places it",
+                      restrict(mip, fixed, x, ROUNDS["inference"])))
+    near = training_support(mip, fixed, lp_x)
+    if near is not None:
+        tries.append(("training placed where the LP relaxation places it", near))
+    tries.append(("", fixed))
+    first, how = None, ""
+    for how, arrays in tries:
+        left = time_limit - (time.perf_counter() - t0)
+        if first is not None and left < 1.0:
+            break
+        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left), gap=gap, threads=threads,
+                              arrays=arrays, target=np.inf)  # stop at the first plan: the rounds improve it
+        seconds += first.solve_seconds
+        if first.status.has_plan:
+            break
+    if first.status.has_plan:
+        best_x, best_obj = first.x, first.objective
+        steps.append(f"configurations fixed to those {source} uses most" + (", " + how if how else ""))
+        left = time_limit - (time.perf_counter() - t0)
+        if left >= 1.0 and open_gap(best_obj):
+            t = time.perf_counter()
+            best_x, log = polish(mip, fixed, best_x, solver, left, threads)
+            seconds += time.perf_counter() - t
+            if log and objective(a, best_x) < best_obj:
+                steps.append(f"improved by fix-and-optimize from {best_obj:,.2f} ({len(log)} rounds)")
+                best_obj = objective(a, best_x)
+    else:
+        if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
+            first.solve_seconds = seconds
+            return first
+        # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's
+        best_x, best_obj = None, None
+        steps.append(f"the configurations {source} uses most admit no plan")
+    left = time_limit - (time.perf_counter() - t0)
+    result = None
+    proof = bound  # the whole stable model's own bound is a proof too
+    if left >= 1.0 and open_gap(best_obj):
+        whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
+                              arrays=a)
+        seconds += whole.solve_seconds
+        if whole.bound is not None and whole.status.has_plan:
+            proof = whole.bound if proof is None else max(proof, whole.bound)
+        if whole.status.has_plan and (best_obj is None or whole.objective < best_obj - 1e-9):
+            result = whole
+            steps.append("the whole stable model, started from " + (f"{best_obj:,.2f}" if best_obj is not None
+                                                                     else "no plan") + f", found {whole.objective:,.2f}")
+        elif best_obj is None:
+            whole.solve_seconds = seconds
+            _raise_bound(whole, bound)
+            return whole
+        else:
+            steps.append("the whole stable model, started from it, found nothing cheaper")
+    if left < 1.0 and best_obj is not None and open_gap(best_obj):
+        steps.append("no time was left to search the whole stable model: a heuristic plan")
+    if result is None:
+        if best_x is None:
+            return SolveResult(Status.ERROR, solver, solve_seconds=seconds,
+                               message="no stable plan within the time limit")
+        result = SolveResult(Status.FEASIBLE, solver, objective=best_obj, x=best_x)
+    result.solve_seconds = seconds
+    result.bound = None if proof is None else min(proof, result.objective)
     result.gap = relative_gap(result.objective, result.bound)
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
-    result.message = ("time limit: configurations fixed to those the plan without stability limits uses "
-                      "most (the bound is that plan's)")
-    left = time_limit - (time.perf_counter() - t0)
-    if proven or left < 1.0:
-        return result
-    # the restriction finished early: the whole stable model, started from its plan, gets the rest
-    whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=result.x,
-                          arrays=a)
-    if not whole.status.has_plan or whole.objective >= result.objective:
-        return result
-    whole.solve_seconds += result.solve_seconds
-    _raise_bound(whole, bound)
-    if whole.gap is not None and whole.gap <= gap + 1e-12:
-        whole.status = Status.OPTIMAL
-    whole.message = ("time limit: the whole stable model, started from the plan with configurations fixed "
-                     "to those the plan without stability limits uses most")
-    return whole
+    result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +
+                      ("" if proven else " (the bound is the plan's without stability limits, or the LP's)"))
+    return result

@@ -127,7 +127,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                 b = float(data_out.mip_dual_bound)
                 if np.isfinite(b):
                     root["bound"] = b
-            if target is not None and float(data_out.mip_primal_bound) <= target:
+            primal = float(data_out.mip_primal_bound)  # +inf until the first plan
+            if target is not None and np.isfinite(primal) and primal <= target:
                 data_in.user_interrupt = True
             if cutoff is not None and float(data_out.mip_dual_bound) >= cutoff:
                 data_in.user_interrupt = True
@@ -162,7 +163,18 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         if cutoff is not None and bound is not None and bound >= cutoff:
             msg = f"cut off: nothing here costs less than {cutoff:,.2f}"
         return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
-    r = assess(a.c, a.c0, a.integer, np.asarray(h.getSolution().col_value, dtype=float), bound, gap,
+    col_value = np.asarray(h.getSolution().col_value, dtype=float)
+    reported = float(info.objective_function_value)
+    if start is not None and mip_model and abs(float(a.c @ col_value + a.c0) - reported) > 1e-6 * max(1.0, abs(reported)):
+        # HiGHS 1.16.0 (highspy) hands back the start it was given, not its own optimum, when MIP presolve
+        # solves the whole model (its reported objective is the optimum's): solve again without the start
+        left = None if time_limit is None else max(1.0, time_limit - elapsed)
+        again = solve_highspy(mip, time_limit=left, gap=gap, threads=threads, start=None, arrays=a, target=target,
+                              cutoff=cutoff)
+        again.solve_seconds += elapsed
+        again.build_seconds += build
+        return again
+    r = assess(a.c, a.c0, a.integer, col_value, bound, gap,
                completed=status == S.kOptimal, bound_is_objective=not mip_model and status == S.kOptimal)
     if r.error:
         return SolveResult(Status.ERROR, "highs", message=r.error, **common)

@@ -1,0 +1,121 @@
+"""Fix-and-optimize rounds (optimizer/solve/polish.py): what each round frees, and that a round only improves."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from conftest import write_problem
+from optimizer.candidates import build_candidates
+from optimizer.load import load_problem
+from optimizer.model import presolve
+from optimizer.solve import polish as pol
+from optimizer.solve.backends import solve as backend_solve
+from optimizer.solve.feasibility import objective, violations
+from test_executable_plans import FLIP
+
+
+def flip_model(tmp_path):
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    return presolve.build(pr, build_candidates(pr))
+
+
+def test_restrict_fixes_integer_decisions_outside_the_free_families(tmp_path):
+    model = flip_model(tmp_path)
+    mip, a = model.mip, model.mip.arrays()
+    x = backend_solve(mip, "highs", gap=1e-9).x
+    r = pol.restrict(mip, a, x, ("inference-replicas",))
+    reps = mip.variables["inference-replicas"].ids
+    units = mip.variables["units-running"].ids
+    used = mip.variables["config-used"].ids
+    routing = [i for i in range(a.n_vars) if not a.integer[i]]
+    # free: replicas, units, every continuous variable; fixed: the configuration choice
+    assert np.array_equal(r.col_lo[reps], a.col_lo[reps]) and np.array_equal(r.col_hi[reps], a.col_hi[reps])
+    assert np.array_equal(r.col_hi[units], a.col_hi[units])
+    assert np.array_equal(r.col_hi[routing], a.col_hi[routing])
+    assert np.array_equal(r.col_lo[used], np.round(x[used])) and np.array_equal(r.col_hi[used], np.round(x[used]))
+
+
+def test_the_units_round_returns_idle_units(tmp_path):
+    # FLIP's stable optimum: L4 replicas in both periods, 1 unit in p1 (100 h x 1 $) and 10 in p2 (1,000):
+    # 1,100. A plan that also holds an idle H100 node in p1 (100 h x 6 $) costs 1,700. The units round
+    # (replicas fixed) gives the 600 back.
+    model = flip_model(tmp_path)
+    mip, a = model.mip, model.mip.arrays()
+    x = backend_solve(mip, "highs", gap=1e-9).x.copy()
+    assert objective(a, x) == pytest.approx(1_100)
+    y = mip.values("units-running", x)
+    i = mip.variables["units-running"].ids[((y["offering"] == "h100") & (y["period"] == "p1")).to_numpy()][0]
+    assert x[i] == pytest.approx(0)
+    x[i] = 1.0
+    assert not violations(a, x) and objective(a, x) == pytest.approx(1_700)
+    better, log = pol.polish(mip, a, x, "highs", time_limit=30.0)
+    assert log[0]["round"] == "units" and log[0]["after"] == pytest.approx(1_100)
+    assert objective(a, better) == pytest.approx(1_100) and not violations(a, better)
+
+
+def test_a_round_never_returns_a_dearer_plan(tmp_path):
+    # Started from the optimum, every round gives it back (its start is a plan of every round's restriction).
+    model = flip_model(tmp_path)
+    mip, a = model.mip, model.mip.arrays()
+    x = backend_solve(mip, "highs", gap=1e-9).x
+    better, log = pol.polish(mip, a, x, "highs", time_limit=30.0)
+    assert [r["round"] for r in log] == list(pol.ROUNDS)
+    assert all(r["after"] is None or r["after"] >= 1_100 - 1e-6 for r in log)
+    assert objective(a, better) == pytest.approx(1_100)
+
+
+def test_the_lp_neighbourhood_keeps_training_where_the_lp_places_it(tmp_path):
+    # One 8-GPU job of 100 h; two EFA node offerings with a quota (so their clusters carry run binaries):
+    # A at 40 $/h, B at 60 $/h. The LP runs the job on A only (100 h x 40 = 4,000, hourly or in a share
+    # of a unit held: the same 4,000), so every binary on B is closed, those on A stay open, and the
+    # restricted model still has the optimum, 4,000.
+    from optimizer.solve.neighbourhood import training_support
+    from optimizer.solve.driver import relaxation
+    from test_executable_plans import MONTH, job
+    from test_known_answers import od
+
+    node = dict(G=8, fabric="efa", fabric_gbps_per_gpu=400, max_cluster_units=16, max_units=2)
+    data = {"periods": MONTH, "offerings": [od(id="a", price=40.0, **node), od(id="b", price=60.0, **node)],
+            "training": [job(8, 100)]}
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    mip, a = model.mip, model.mip.arrays()
+    lp = relaxation(model)
+    assert lp.objective == pytest.approx(4_000)
+    near = training_support(mip, a, lp.x)
+    run = mip.variables["training-run"]
+    where = run.coords["offering"].to_numpy()
+    assert (where == "b").any() and (where == "a").any()
+    assert (near.col_hi[run.ids[where == "b"]] == 0).all()
+    assert np.array_equal(near.col_hi[run.ids[where == "a"]], a.col_hi[run.ids[where == "a"]])
+    assert backend_solve(mip, "highs", gap=1e-9, arrays=near).objective == pytest.approx(4_000)
+    assert training_support(mip, a) is None  # no point, nothing to restrict
+
+
+def test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages(tmp_path, monkeypatch):
+    # Under a time limit, when the LP relaxation alone took more than STAGES_MAX_LP_SHARE of it, the
+    # driver does not solve the model without stability limits (a MIP of the same size): it fixes the
+    # configurations the LP uses most and searches from there. FLIP's optimum is still reached (1,100),
+    # proven by the whole stable model at the end.
+    from optimizer.solve import driver
+
+    model = flip_model(tmp_path)
+    lp = driver.relaxation(model)
+    calls = []
+    real = driver._fixed_configurations
+
+    def spy(*args, **kw):
+        calls.append(kw.get("source"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(driver, "_fixed_configurations", spy)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=10.0)  # 10 s of 40
+    assert calls == ["the LP relaxation"]
+    assert r.objective == pytest.approx(1_100) and r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "configurations fixed to those the LP relaxation uses most" in r.message
+    calls.clear()
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert calls == [] and r.objective == pytest.approx(1_100)  # the stages: split on the configuration
