@@ -444,12 +444,13 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     left = time_limit - (time.perf_counter() - t0)
     result = None
     proof = bound  # the whole stable model's own bound is a proof too
+    proof_from = "the plan's without stability limits, or the LP's"
     if left >= 1.0 and open_gap(best_obj):
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                               arrays=a)
         seconds += whole.solve_seconds
-        if whole.bound is not None and whole.status.has_plan:
-            proof = whole.bound if proof is None else max(proof, whole.bound)
+        if whole.bound is not None and whole.status.has_plan and (proof is None or whole.bound > proof):
+            proof, proof_from = whole.bound, "the whole stable model's search"
         if whole.status.has_plan and (best_obj is None or whole.objective < best_obj - 1e-9):
             result = whole
             steps.append("the whole stable model, started from " + (f"{best_obj:,.2f}" if best_obj is not None
@@ -473,5 +474,5 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +
-                      ("" if proven else " (the bound is the plan's without stability limits, or the LP's)"))
+                      ("" if proven else f" (the bound is {proof_from})"))
     return result
