@@ -119,3 +119,24 @@ def test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages(tmp_
     calls.clear()
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert calls == [] and r.objective == pytest.approx(1_100)  # the stages: split on the configuration
+
+
+def test_under_a_time_limit_a_budget_row_gets_a_solver_search(tmp_path, monkeypatch):
+    # FLIP with a budget of 1,150: B in both periods (1,200) breaks it, A in both (1,100) meets it. On the
+    # path for large models (the LP took most of the limit) the configurations are fixed to those the LP
+    # uses most: B (0.6 $ per rps-hour against A's 1 $, so the LP serves all 1,100 rps-hours on fractions
+    # of a B node). Under the budget row, which spans both periods, that choice admits no plan; the whole
+    # stable model is searched and finds and proves 1,100 (never a heuristic plan without a search).
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["constraints"] = {"budget": 1_150}
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    assert "budget" in model.mip.constraints
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=10.0)
+    assert r.objective == pytest.approx(1_100) and r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the configurations the LP relaxation uses most admit no plan" in r.message
+    assert "the whole stable model" in r.message and "heuristic plan" not in r.message
+    assert not violations(model.mip.arrays(), r.x)
