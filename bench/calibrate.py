@@ -103,13 +103,18 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
             note = "" if rep.max_batch(int(isl), int(osl)) >= batch else \
                 f"batch {batch} > modelled C_max {rep.max_batch(int(isl), int(osl))}"
             return rep.static_batch(batch, int(isl), int(osl))["output_tokens_per_s_per_gpu"], note
-        if row.metric == "offline_output_throughput":
+        if row.metric in ("offline_output_throughput", "offline_output_throughput_per_gpu"):
             # trtllm-bench offline max-throughput (infinite request rate): the whole TP group with its
             # batch full, the replica's capacity
+            if "DEP=" in cond:
+                # attention data parallel + expert parallel: every rank runs attention on its own
+                # sequences and holds 1/n of the experts; not a layout the sizing model has
+                return None, "not modelled: attention data parallel + expert parallel (DEP)"
             r = I.estimate_inference(arch, gpu, tp, prec, int(isl), int(osl), eff)
             if not r["fits"]:
                 return None, f"does not fit: {r.get('reason', '')}"
-            return r["capacity_rps"] * int(osl), ""
+            per = tp if row.metric.endswith("_per_gpu") else 1
+            return r["capacity_rps"] * int(osl) / per, ""
         if row.metric == "ttft_batch1":
             return float(rep.prefill_s(int(isl))) * 1e3, ""
         gib = I.GIB

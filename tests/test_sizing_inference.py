@@ -177,3 +177,39 @@ def test_70b_fp8_on_one_h100_memory_by_hand(ref):
     assert rep.max_batch(1500, 300) == int(pool // (kv_per_token * 1800)) == 31
     r = est(ref, "llama-3.1-70b", "H100-SXM", 1, "fp8", 1500, 300)
     assert r["fits"] and r["max_batch"] == 31
+
+
+def test_fp4_decode_has_its_own_compute_share(ref):
+    # Llama-3.1-8B on one B200 in fp4 at 256 sequences is compute-bound at both shares below: matmul
+    # FLOPs per token = 2 x (8,030,261,248 - 128,256 x 4,096) = 2 x 7,504,924,672 (every weight but the
+    # input embedding table multiplies), 256 tokens = 3.842e12 FLOP; at 9,000 TFLOP/s fp4 dense x 0.2
+    # that is 2.13 ms, against ~1.0 ms of weight reads (~5.3 GB at 0.65 x 8 TB/s). Halving nothing else,
+    # the step grows by exactly FLOP / peak x (1/0.2 - 1/0.3).
+    models, gpus, eff = ref
+    arch, b200 = models["llama-3.1-8b"], gpus["B200"]
+    flop = 256 * 2 * (8_030_261_248 - 128_256 * 4_096)
+    steps = {}
+    for share in (0.3, 0.2):
+        e = eff.with_overrides({"decode_mfu_4bit": share})
+        steps[share] = float(replica(arch, b200, 1, "fp4", e).decode_step_s(256, 1000))
+        # the 8/16-bit share is untouched by it
+        fp8 = float(replica(arch, b200, 1, "fp8", e).decode_step_s(256, 1000))
+        assert fp8 == pytest.approx(float(replica(arch, b200, 1, "fp8", eff).decode_step_s(256, 1000)))
+    assert steps[0.2] - steps[0.3] == pytest.approx(flop / 9000e12 * (1 / 0.2 - 1 / 0.3), rel=1e-9)
+
+
+def test_moe_routing_costs_every_routed_token(ref):
+    # Qwen3-30B-A3B routes every token to 8 experts in each of its 48 layers (all MoE): at
+    # moe_route_ns = 20 a decode step of 100 sequences pays 100 x 8 x 48 x 20 ns = 0.768 ms more
+    # than without, a 1,000-token prefill 1,000 x 8 x 48 x 20 ns = 7.68 ms; a dense model pays nothing.
+    models, gpus, eff = ref
+    on, off = eff.with_overrides({"moe_route_ns": 20}), eff.with_overrides({"moe_route_ns": 0})
+    h100 = gpus["H100-SXM"]
+    moe = models["qwen3-30b-a3b"]
+    step = [float(replica(moe, h100, 1, "fp8", e).decode_step_s(100, 1500)) for e in (on, off)]
+    assert step[0] - step[1] == pytest.approx(100 * 8 * 48 * 20e-9, rel=1e-9)
+    pre = [float(replica(moe, h100, 1, "fp8", e).prefill_s(1000)) for e in (on, off)]
+    assert pre[0] - pre[1] == pytest.approx(1000 * 8 * 48 * 20e-9, rel=1e-9)
+    dense = models["llama-3.1-8b"]
+    assert float(replica(dense, h100, 1, "fp8", on).decode_step_s(100, 1500)) == \
+        float(replica(dense, h100, 1, "fp8", off).decode_step_s(100, 1500))

@@ -33,6 +33,7 @@ _RANGES: dict[str, tuple[float, bool, float]] = {
     "GB/s": (0.0, False, math.inf),
     "ms": (0.0, True, math.inf),
     "us": (0.0, True, math.inf),
+    "ns": (0.0, True, math.inf),
     "minutes": (0.0, True, math.inf),
     "tokens": (1.0, True, math.inf),
     "sequences": (1.0, True, math.inf),

@@ -75,6 +75,19 @@ def prefill_mfu(precision: str, eff: Efficiency) -> float:
     return eff["prefill_mfu_16bit"]
 
 
+def decode_mfu(precision: str, eff: Efficiency) -> float:
+    """Achieved share of the precision's dense peak in decode steps.
+
+    4-bit GEMMs (fp4 weights and activations) have their own factor: at the
+    token counts of a decode step their kernels reach a smaller share of a
+    peak twice the fp8 one, so reusing the 8/16-bit figure made fp4 decode
+    too fast.
+    """
+    if SERVING_FORMATS[precision][1] == "fp4":
+        return eff["decode_mfu_4bit"]
+    return eff["decode_mfu"]
+
+
 @dataclass(frozen=True)
 class Replica:
     """Per-replica constants of one (model, GPU type, TP degree, precision).
@@ -113,6 +126,7 @@ class Replica:
     pair_prefill: float = 0.0    # attention FLOPs per (query, key) pair per layer, prefill
     pair_decode: float = 0.0     # same, decode
     moe_k_over_e: float = 0.0    # routed experts per token / routed experts (0 = dense)
+    route_s: float = 0.0         # fixed time per token the MoE layers route (k experts x MoE layers x routing cost)
 
     # -- memory ---------------------------------------------------------------
     @property
@@ -160,7 +174,8 @@ class Replica:
         tokens = np.asarray(tokens, float)
         denom = self.tp * self.peak * self.e_pf
         lin = (self.lin_flops_tok * tokens + self.head_flops_tok * seqs) / denom
-        attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0 / denom
+        # MoE routing runs in its own kernels: it adds to the step like attention does
+        attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0 / denom + self.route_s * tokens
         return lin, attn
 
     def prefill_s(self, seq_len: int, seqs=1):
@@ -208,7 +223,7 @@ class Replica:
                           b * ((self.lin_flops_tok + self.head_flops_tok) / compute))
         t_attn = b * np.maximum(context * self.kv_tok_gpu / (self.bw * self.e_kv),
                                 context * self.arch.layers * self.pair_decode / compute)
-        step = t_mm + t_attn + self.sched_s
+        step = t_mm + t_attn + self.sched_s + self.route_s * b
         if self.tp > 1:
             step = step + 2 * self.arch.layers * self.allreduce_s(b * self.arch.hidden_size * self.act_bytes)
         return np.where(b > 0, step, 0.0)
@@ -288,13 +303,15 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         lin_flops_tok=lin, head_flops_tok=2.0 * st.params_lm_head,
         peak=gpu.peak_tflops(SERVING_FORMATS[precision][1]) * 1e12, bw=gpu.bw_bytes_s,
         act_bytes=act_bytes,
-        e_bw=eff["decode_bw_fraction"], e_kv=eff["kv_bw_fraction"], e_dec=eff["decode_mfu"],
+        e_bw=eff["decode_bw_fraction"], e_kv=eff["kv_bw_fraction"], e_dec=decode_mfu(precision, eff),
         e_pf=prefill_mfu(precision, eff), sched_s=eff["sched_overhead_ms"] * 1e-3,
         prefill_fixed_s=eff["prefill_overhead_ms"] * 1e-3,
         ar_latency_s=eff["allreduce_latency_us"] * 1e-6, ar_bw=gpu.link_bytes_s * eff["comm_bw_fraction"],
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
         pair_decode=st.attn_pair_flops_decode,
         moe_k_over_e=(arch.experts_per_token / arch.experts) if arch.is_moe else 0.0,
+        route_s=(arch.experts_per_token * (arch.layers - arch.dense_layers) * eff["moe_route_ns"] * 1e-9)
+        if arch.is_moe else 0.0,
     )
 
 
