@@ -137,3 +137,44 @@ def test_cli_overload_and_a_bad_percentile(curve):
     assert r.exit_code == 2 and "--percentile" in r.output
     r = CliRunner().invoke(main, INFER + ["--rps", "1", "--concurrency", "2"])
     assert r.exit_code == 2
+
+
+# The same replica with a prefill that holds the engine for S = 200 ms per prompt. At 0.5 requests/s the
+# prefill server is busy rho = 0.5 x 0.2 = 0.1 of the time; its M/D/1 wait has mean
+# rho S / (2 (1 - rho)) = 0.1 x 200 / 1.8 = 11.11 ms, modelled as an atom 0.9 at zero and an exponential
+# tail of mean theta = S / (2 (1 - rho)) = 111.1 ms.
+SLOW_PREFILL = dict(TINY, prefill_ms=200.0)
+
+
+def test_prefills_queue_for_each_other_by_hand():
+    without, r = q.under_rps(TINY, 0.5, osl=100), q.under_rps(SLOW_PREFILL, 0.5, osl=100)
+    assert r["ttft_ms"] - without["ttft_ms"] == pytest.approx(0.1 * 200 / 1.8)
+    assert r["tpot_ms"] == without["tpot_ms"] and r["rps"] == without["rps"]
+    # P(TTFT <= 150 ms): an empty replica (100 ms) with a wait <= 50 ms, or one beside another (150 ms) with
+    # no wait; a full batch always exceeds 150 ms
+    p0, p1, theta = 1 / 1.75, 0.5 / 1.75, 200 / 1.8
+    p = p0 * (1 - 0.1 * math.exp(-50 / theta)) + p1 * 0.9
+    assert q.meets(SLOW_PREFILL, 0.5, 150.0, None, 100 * p - 0.01)
+    assert not q.meets(SLOW_PREFILL, 0.5, 150.0, None, 100 * p + 0.01)
+    # the p99 the estimate reports is where that distribution reaches 0.99, and meets() agrees with it
+    p99 = r["ttft_ms_p99"]
+    assert q.meets(SLOW_PREFILL, 0.5, p99 + 1e-3, None, 99) and not q.meets(SLOW_PREFILL, 0.5, p99 - 1e-2, None, 99)
+    assert p99 > without["ttft_ms_p99"]
+
+
+def test_closed_loop_prefill_waits_behind_the_other_clients_only():
+    # one client never waits for another's prefill
+    assert q.at_concurrency(SLOW_PREFILL, 1, osl=100)["ttft_ms"] == 100.0
+    # two: the other client's prompts arrive at 1.5 x 1/2 = 0.75 per s, rho = 0.15,
+    # mean wait 0.15 x 200 / (2 x 0.85) = 17.65 ms; p99 = theta ln(rho / 0.01), theta = 200 / 1.7
+    r = q.at_concurrency(SLOW_PREFILL, 2, osl=100)
+    assert r["ttft_ms"] == pytest.approx(150 + 0.15 * 200 / 1.7)
+    assert r["ttft_ms_p99"] == pytest.approx(150 + 200 / 1.7 * math.log(15))
+
+
+def test_the_prefill_queue_grows_with_load_and_the_estimate_carries_it(curve):
+    assert curve["prefill_ms"] > 0
+    cap = q.capacity(curve)
+    waits = [q.under_rps(curve, f * cap, osl=200)["ttft_ms"] - q.under_rps(
+        {k: v for k, v in curve.items() if k != "prefill_ms"}, f * cap, osl=200)["ttft_ms"] for f in (0.2, 0.5, 0.8)]
+    assert 0 < waits[0] < waits[1] < waits[2]

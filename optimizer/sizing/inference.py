@@ -233,7 +233,8 @@ class Replica:
         """Steady-state metrics at each concurrency in ``batches`` (default 1..C_max).
 
         Returns a dict of arrays: ``batch``, ``ttft_ms``, ``tpot_ms``, ``rps``,
-        ``output_tokens_per_s`` (replica), ``vram_gb_per_gpu``.
+        ``output_tokens_per_s`` (replica), ``vram_gb_per_gpu``; and ``prefill_ms``,
+        the replica time of one prompt's prefill (the prefill queue's service time).
         """
         if batches is None:
             c = np.arange(0.0, self.max_batch(isl, osl) + 1.0)   # 0..C_max; 0 gives step(C-1) at C=1
@@ -254,6 +255,8 @@ class Replica:
             "rps": rps,
             "output_tokens_per_s": rps * osl,
             "vram_gb_per_gpu": (self.static_gpu + c * (self.kv_tok_gpu * (isl + osl))) / 1e9,
+            # replica time one prompt's prefill holds the engine: the prefill queue's service time
+            "prefill_ms": float(self.prefill_work_s(isl)) * 1e3,
         }
 
     def static_batch(self, batch: int, isl: int, osl: int) -> dict:
@@ -396,5 +399,8 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
 
 
 def _meets_point(point: dict, ttft_ms, tpot_ms, percentile) -> bool:
-    """SLOs against a closed-loop point (its latencies are the same at every percentile)."""
-    return (ttft_ms is None or point["ttft_ms"] <= ttft_ms) and (tpot_ms is None or point["tpot_ms"] <= tpot_ms)
+    """SLOs against a closed-loop point: the mean, or the p99 for any percentile (TPOT is the same at
+    every percentile; TTFT's spread is the prefill wait, and p99 bounds the lower percentiles)."""
+    key = "" if percentile == queueing.MEAN else "_p99"
+    return ((ttft_ms is None or point["ttft_ms" + key] <= ttft_ms)
+            and (tpot_ms is None or point["tpot_ms" + key] <= tpot_ms))

@@ -29,11 +29,28 @@ Open loop (``rps``, Poisson arrivals at rate lambda)
       output length; a token-level percentile bounds the request-level one
       from above).
 
+Prefills queue for each other
+    The curve's TTFT assumes a new prompt starts its prefill at once. An engine
+    with a token budget per step runs a long prompt's prefill nearly alone, so
+    prompts that arrive together wait for each other. Prefills are modelled as
+    one server in front of the batch: prompts arrive at the load's rate and
+    each holds it for ``S = prefill_ms`` (the replica time one prompt's prefill
+    takes, compute and all-reduce bytes). The server's utilisation is
+    ``rho_p = lambda S`` (always below 1 where the batch is stable: the curve
+    charges the same S to every completed request). Its wait is the M/D/1
+    one, mean ``rho_p S / (2 (1 - rho_p))`` (Pollaczek-Khinchine with a
+    deterministic service); its distribution is approximated by an atom
+    ``1 - rho_p`` at zero and an exponential tail of the same mean, which the
+    TTFT percentiles convolve with the batch chain. A curve without
+    ``prefill_ms`` (a measured profile) has no prefill queue.
+
 Closed loop (``concurrency`` C, each client sends its next request when the
 previous one ends)
     With ``C <= C_max`` the batch always holds C: the curve's point C. With
     more, the replica runs at ``rps(C_max)`` and by Little's law each request
-    waits ``(C - C_max) / rps(C_max)`` before admission.
+    waits ``(C - C_max) / rps(C_max)`` before admission. A prompt queues for
+    prefill behind the other ``C - 1`` clients' prompts only: the prefill
+    server sees ``rps (C - 1) / C`` (a single client never waits).
 
 Capacity at an SLO
     The rps per replica the planner uses is the largest lambda at which the
@@ -52,6 +69,52 @@ import numpy as np
 
 #: what an SLO statistic may be: the mean or a percentile
 MEAN = "mean"
+
+
+def _prefill_queue(m: dict, lam):
+    """Utilisation ``rho`` and tail mean ``theta`` (ms) of the prefill wait at arrival rates ``lam``.
+
+    The wait is 0 with probability ``1 - rho`` and otherwise exponential with
+    mean ``theta = S / (2 (1 - rho))``, so its mean is the M/D/1 one,
+    ``rho S / (2 (1 - rho))``. ``theta`` is 0 when the curve has no ``prefill_ms``.
+    """
+    s_ms = float(m.get("prefill_ms", 0.0))
+    rho = np.asarray(lam, dtype=float) * s_ms / 1e3
+    if np.any(rho >= 1.0):
+        raise ValueError(f"prefills alone need {float(np.max(rho)):.3g} of the replica: not a stable load")
+    return rho, s_ms / (2.0 * (1.0 - rho))
+
+
+def _prefill_cdf(x, rho, theta):
+    """P(prefill wait <= x ms): an atom 1 - rho at 0, then an exponential tail of mean ``theta``."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore", divide="ignore"):
+        tail = np.where(theta > 0, rho * np.exp(-np.maximum(x, 0.0) / np.where(theta > 0, theta, 1.0)), 0.0)
+    return np.where(x < 0, 0.0, 1.0 - tail)
+
+
+def _wait_plus_prefill_cdf(x, rate, rho, theta):
+    """P(E + W <= x ms): E exponential at ``rate`` per second (waiting for room in the batch), W the prefill wait."""
+    x = np.maximum(np.asarray(x, dtype=float), 0.0)
+    a = rate / 1e3                                   # per ms
+    f_e = 1.0 - np.exp(-a * x)
+    if np.all(theta <= 0):
+        return f_e
+    b = 1.0 / np.where(theta > 0, theta, np.inf)
+    same = np.isclose(a, b)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        hypo = np.where(same, 1.0 - np.exp(-a * x) * (1.0 + a * x),
+                        1.0 - (b * np.exp(-a * x) - a * np.exp(-b * x)) / np.where(same, 1.0, b - a))
+    return (1.0 - rho) * f_e + rho * hypo
+
+
+def _ttft_cdf(t, ttft, below, full, rate, rho, theta):
+    """P(TTFT <= t ms) under Poisson load: admitted at once (point masses ``below`` at ``ttft``) or after
+    an exponential wait for room (mass ``full``), plus the prefill wait. Vectorised over loads (rows)."""
+    t = np.asarray(t, dtype=float)[..., None]
+    at_once = (below * _prefill_cdf(t - ttft, rho[..., None], theta[..., None])).sum(axis=-1)
+    later = full * _wait_plus_prefill_cdf(t[..., 0] - ttft[-1], rate, rho, theta)
+    return at_once + later
 
 
 def _chain(m: dict, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -86,18 +149,27 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> flo
     return float(values[order][np.searchsorted(cum, q * cum[-1] - 1e-12)])
 
 
-def _ttft_quantile(ttft: np.ndarray, below: np.ndarray, full: float, rate: float, q: float) -> float:
-    """The q-quantile of TTFT: point masses ``below`` at ``ttft`` (a batch with room), then the full
-    batch's ``ttft[-1]`` plus an exponential wait at ``rate`` per second with mass ``full``.
+def _ttft_quantile(ttft: np.ndarray, below: np.ndarray, full: float, rate: float, q: float,
+                   rho: float = 0.0, theta: float = 0.0) -> float:
+    """The q-quantile of TTFT (ms): the ``t`` where :func:`_ttft_cdf` reaches ``q``, by bisection.
 
-    TTFT grows with the batch, so ``ttft[-1]`` is the largest point and the wait adds past it.
+    Without a prefill queue and below the full batch it is one of the ``ttft`` points.
     """
-    cum = np.cumsum(below)
-    k = int(np.searchsorted(cum, q - 1e-12))
-    if k < len(cum):
-        return float(ttft[k])
-    need = (q - cum[-1]) / full            # share of the waiting requests that must be within the quantile
-    return float(ttft[-1] + 1e3 * -math.log1p(-min(need, 1.0 - 1e-15)) / rate)
+    rho_a, theta_a = np.array([rho]), np.array([theta])
+    cdf = lambda t: float(_ttft_cdf(t, ttft, below[None, :], full, rate, rho_a, theta_a)[0])  # noqa: E731
+    lo, hi = float(ttft.min()), float(ttft[-1]) + 1e3 / rate + max(theta, 1.0)
+    while cdf(hi) < q:
+        hi = lo + 2.0 * (hi - lo)
+    if cdf(lo) >= q:
+        return lo
+    for _ in range(200):   # to well below a microsecond on any TTFT scale
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if cdf(mid) >= q else (mid, hi)
+        if hi - lo < 1e-9 * max(1.0, hi):
+            break
+    # a point mass: return its exact value when the quantile lands on one
+    near = ttft[np.abs(ttft - hi) < 1e-6 * max(1.0, hi)]
+    return float(near[0]) if len(near) else hi
 
 
 def capacity(m: dict) -> float:
@@ -122,17 +194,19 @@ def under_rps(m: dict, rps: float, osl: int) -> dict:
     tpot = np.asarray(m["tpot_ms"], dtype=float)
     cmax = len(ttft)
     wait_ms = 1e3 / (mu_max - rps)
-    mean_ttft = float(below @ ttft + full * (ttft[-1] + wait_ms))
+    rho, theta = (float(x[0]) for x in _prefill_queue(m, [rps]))
+    prefill_wait_ms = rho * theta
+    mean_ttft = float(below @ ttft + full * (ttft[-1] + wait_ms)) + prefill_wait_ms
     n = np.arange(cmax)
     return {
         "rps": rps,
         "ttft_ms": mean_ttft,
         "tpot_ms": float((w @ tpot) / w.sum()),
-        "ttft_ms_p99": _ttft_quantile(ttft, below, full, mu_max - rps, 0.99),
+        "ttft_ms_p99": _ttft_quantile(ttft, below, full, mu_max - rps, 0.99, rho, theta),
         "tpot_ms_p99": _weighted_quantile(tpot, w, 0.99),
         "output_tokens_per_s": rps * osl,
         "mean_batch": float(below @ n + full * cmax),
-        "queue_ms": float(full * wait_ms),
+        "queue_ms": float(full * wait_ms) + prefill_wait_ms,
         "utilisation": rps / mu_max,
     }
 
@@ -144,11 +218,21 @@ def at_concurrency(m: dict, concurrency: int, osl: int) -> dict:
     i = min(concurrency, cmax) - 1
     rps = float(m["rps"][i])
     wait_ms = 1e3 * max(0, concurrency - cmax) / rps
+    rho, theta = (float(x[0]) for x in _prefill_queue(m, [rps * (concurrency - 1) / concurrency]))
     ttft = float(m["ttft_ms"][i]) + wait_ms
     tpot = float(m["tpot_ms"][i])
-    return {"rps": rps, "ttft_ms": ttft, "tpot_ms": tpot, "ttft_ms_p99": ttft, "tpot_ms_p99": tpot,
-            "output_tokens_per_s": rps * osl, "mean_batch": float(min(concurrency, cmax)), "queue_ms": wait_ms,
+    return {"rps": rps, "ttft_ms": ttft + rho * theta, "tpot_ms": tpot,
+            "ttft_ms_p99": ttft + closed_prefill_wait_quantile(rho, theta, 0.99), "tpot_ms_p99": tpot,
+            "output_tokens_per_s": rps * osl, "mean_batch": float(min(concurrency, cmax)),
+            "queue_ms": wait_ms + rho * theta,
             "utilisation": rps / capacity(m)}
+
+
+def closed_prefill_wait_quantile(rho: float, theta: float, q: float) -> float:
+    """The q-quantile (ms) of the prefill wait: 0 within the atom ``1 - rho``, else in the exponential tail."""
+    if q <= 1.0 - rho or theta <= 0:
+        return 0.0
+    return theta * math.log(rho / (1.0 - q))
 
 
 def meets(m: dict, rps, ttft_ms: float | None, tpot_ms: float | None, statistic: float | str):
@@ -165,17 +249,16 @@ def meets(m: dict, rps, ttft_ms: float | None, tpot_ms: float | None, statistic:
     ttft = np.asarray(m["ttft_ms"], dtype=float)
     tpot = np.asarray(m["tpot_ms"], dtype=float)
     rate = mu_max - lam_s                            # of the wait of a request that finds the batch full
+    rho, theta = _prefill_queue(m, lam_s)
     if statistic == MEAN:
         if ttft_ms is not None:
-            ok &= below @ ttft + full * (ttft[-1] + 1e3 / rate) <= ttft_ms
+            ok &= below @ ttft + full * (ttft[-1] + 1e3 / rate) + rho * theta <= ttft_ms
         if tpot_ms is not None:
             ok &= (w @ tpot) / w.sum(axis=1) <= tpot_ms
     else:
         q = float(statistic) / 100.0
         if ttft_ms is not None:
-            cdf = below @ (ttft <= ttft_ms).astype(float)
-            if ttft_ms >= ttft[-1]:
-                cdf = cdf + full * (1.0 - np.exp(-rate * (ttft_ms - ttft[-1]) / 1e3))
+            cdf = _ttft_cdf(np.full(len(lam_s), float(ttft_ms)), ttft, below, full, rate, rho, theta)
             ok &= cdf >= q - 1e-12
         if tpot_ms is not None:
             ok &= w @ (tpot <= tpot_ms).astype(float) >= q * w.sum(axis=1) - 1e-12
