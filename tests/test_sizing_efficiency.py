@@ -69,3 +69,8 @@ def test_every_factor_is_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "sizing.md").read_text()
     for name in cat.efficiency_table()["name"]:
         assert f"`{name}`" in doc, name
+
+
+def test_membership_of_an_unknown_name_is_false_not_an_input_error():
+    e = load_efficiency()
+    assert "decode_mfu" in e and "serving_efficiency_hopper" not in e

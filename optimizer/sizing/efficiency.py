@@ -86,6 +86,11 @@ class Efficiency(Mapping):
             raise unknown_name("efficiency factor", name, self._values, field=f"efficiency.{name}",
                                value=name) from None
 
+    def __contains__(self, name: object) -> bool:
+        # Mapping's default asks __getitem__, whose unknown name is an InputError (bad user input),
+        # not the KeyError membership needs
+        return name in self._values
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 

@@ -75,6 +75,18 @@ def prefill_mfu(precision: str, eff: Efficiency) -> float:
     return eff["prefill_mfu_16bit"]
 
 
+def serving_efficiency(gpu: GpuSpec, eff: Efficiency) -> float:
+    """Achieved shares of compute and HBM bandwidth on ``gpu`` relative to the calibrated ones.
+
+    The inference factors were calibrated on NVIDIA GPUs with NVIDIA's
+    engines; a generation with a factor ``serving_efficiency_<generation>``
+    (AMD CDNA, Intel Gaudi) multiplies every achieved share by it. A
+    generation without one (the NVIDIA ones, the calibration reference) keeps 1.
+    """
+    key = f"serving_efficiency_{gpu.generation}"
+    return eff[key] if key in eff else 1.0
+
+
 def decode_mfu(precision: str, eff: Efficiency) -> float:
     """Achieved share of the precision's dense peak in decode steps.
 
@@ -298,6 +310,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     read_fixed = weights - experts - input_emb   # LM head read every step, input table only by row
     # Per-token matmul FLOPs: 2 x active params that multiply (not the input embedding lookup).
     lin = 2.0 * (st.params_active - st.params_embedding)
+    vendor = serving_efficiency(gpu, eff)
     return Replica(
         arch=arch, gpu=gpu, tp=tp, precision=precision, eff=eff,
         weights_gpu=weights / tp, kv_tok_gpu=kv_tok, workspace_gpu=workspace, overhead_gpu=overhead,
@@ -306,8 +319,9 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         lin_flops_tok=lin, head_flops_tok=2.0 * st.params_lm_head,
         peak=gpu.peak_tflops(SERVING_FORMATS[precision][1]) * 1e12, bw=gpu.bw_bytes_s,
         act_bytes=act_bytes,
-        e_bw=eff["decode_bw_fraction"], e_kv=eff["kv_bw_fraction"], e_dec=decode_mfu(precision, eff),
-        e_pf=prefill_mfu(precision, eff), sched_s=eff["sched_overhead_ms"] * 1e-3,
+        e_bw=eff["decode_bw_fraction"] * vendor, e_kv=eff["kv_bw_fraction"] * vendor,
+        e_dec=decode_mfu(precision, eff) * vendor,
+        e_pf=prefill_mfu(precision, eff) * vendor, sched_s=eff["sched_overhead_ms"] * 1e-3,
         prefill_fixed_s=eff["prefill_overhead_ms"] * 1e-3,
         ar_latency_s=eff["allreduce_latency_us"] * 1e-6, ar_bw=gpu.link_bytes_s * eff["comm_bw_fraction"],
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
