@@ -59,8 +59,18 @@ def _mpt(size: str, layers: int, d: int, heads: int) -> dict:
             "source": f"mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{size}.yaml"}
 
 
+# NeMo's GPT-3 5B (NeMo-Framework-Launcher launcher_scripts/conf/training/gpt3/5b.yaml, read 2026-11-25):
+# 24 layers, hidden 4096, FFN 4h, 32 heads, GPT-2 BPE vocabulary (50,257) padded to a multiple of 128.
+EXTRA_MODELS.append({"name": "gpt-3-5b", "aliases": ["GPT-3-5B", "GPT3-5B"], "layers": 24, "hidden_size": 4096,
+                     "heads": 32, "kv_heads": 32, "head_dim": 128, "ffn_size": 16384, "vocab_size": 50304,
+                     "tied_embeddings": True, "gated_mlp": False,
+                     "source": "NVIDIA/NeMo-Framework-Launcher conf/training/gpt3/5b.yaml"})
+
 EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("7b", 32, 4096, 32),
                  _mpt("13b", 40, 5120, 40), _mpt("30b", 48, 7168, 56), _mpt("70b", 80, 8192, 64)]
+
+#: set to True to predict every training row with the best layout of any framework (the pre-2026-11-25 rule)
+FRAMEWORKS_AS_ANY = False
 
 PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
               "NVFP4": "fp4"}
@@ -147,7 +157,15 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
         elif "Selene" in cond:
             over["train_network_gbs_per_gpu"] = 25.0
         e = eff.with_overrides(over)
-        r = T.estimate_training(arch, gpu, n, prec, 1.0, e)
+        method = re.search(r"method=(full|lora|qlora)", cond)
+        rank = _num(r"lora_rank=(\d+)", cond, 16)
+        # the framework that ran it: NeMo/Megatron (TP, PP, distributed optimizer) or FSDP (llm-foundry)
+        said = f"{cond} {row.source}"
+        framework = "fsdp" if "FSDP" in said else "megatron" if re.search(r"NeMo|Megatron", said) else "any"
+        if FRAMEWORKS_AS_ANY:
+            framework = "any"
+        r = T.estimate_training(arch, gpu, n, prec, 1.0, e, method=method.group(1) if method else "full",
+                                lora_rank=int(rank), framework=framework)
         if not r["fits"]:
             return None, r.get("reason", "does not fit")
         tps = r["tokens_per_s"]

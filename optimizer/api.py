@@ -174,6 +174,7 @@ def estimate_inference(model: str, gpu: str, gpus: int = 1, *, precision: str = 
 
 def estimate_training(model: str, gpu: str, gpus: int, tokens: float, *, precision: str = "bf16",
                       gpus_per_node: int | None = None, fabric_gbps: float | None = None,
+                      method: str = "full", lora_rank: int = 16, framework: str = "any",
                       efficiency: Mapping[str, float] | None = None) -> dict:
     """A training run: ``gpuopt estimate training`` (a dict: fits, hours, tokens_per_s, mfu, layout, ...)."""
     from .sizing import estimate_training as _est, resolve_gpu, resolve_model
@@ -183,4 +184,4 @@ def estimate_training(model: str, gpu: str, gpus: int, tokens: float, *, precisi
     base = default_network(gpus, eff)
     net = Network(gpus_per_node or base.gpus_per_node, fabric_gbps or base.fabric_gbps_per_gpu)
     return _est(resolve_model(model, models, field="model"), resolve_gpu(gpu, gpu_table, field="gpu"), gpus,
-                precision.lower(), float(tokens), eff, net)
+                precision.lower(), float(tokens), eff, net, method, lora_rank, framework)

@@ -334,7 +334,10 @@ class TrainingJob(Strict):
     adapters on every linear layer beside frozen 16-bit weights; ``qlora`` the
     same beside 4-bit weights. ``sequence_length`` and ``global_batch_tokens``
     replace the named defaults ``train_sequence_tokens`` and
-    ``train_global_batch_tokens`` for this job.
+    ``train_global_batch_tokens`` for this job. ``framework``: ``megatron``
+    (Megatron/NeMo: tensor and pipeline parallelism, distributed optimizer),
+    ``fsdp`` (PyTorch FSDP full shard) or ``any`` (the best layout of either):
+    it limits the layouts sizing considers and sets the fp8 speed-up.
     """
 
     name: str
@@ -348,6 +351,7 @@ class TrainingJob(Strict):
     cluster_gpus: list[PosInt] = Field(default_factory=lambda: [8, 16, 32, 64], min_length=1)
     method: Literal["full", "lora", "qlora"] = "full"
     lora_rank: PosInt = 16
+    framework: Literal["any", "megatron", "fsdp"] = "any"
     sequence_length: PosInt | None = None
     global_batch_tokens: Pos | None = None
     regions: list[str] | None = None

@@ -140,3 +140,44 @@ def test_a_job_states_its_method_sequence_length_and_batch(ref):
     assert long_.loc[16, "hours"] > short.loc[16, "hours"]  # attention FLOPs grow with the sequence
     with pytest.raises(ValueError):
         schema.TrainingJob(**base, method="dora")
+
+
+def test_the_framework_limits_the_layouts_and_sets_the_fp8_speed_up():
+    from optimizer.errors import InputError
+    from optimizer.sizing import estimate_training, load_efficiency, load_gpus, load_models
+
+    models, gpus, eff = load_models(), load_gpus(), load_efficiency()
+    arch, h100 = models["llama-3.1-70b"], gpus["H100-SXM"]
+    # FSDP (full shard) has no tensor or pipeline parallelism; Megatron never shards parameters (ZeRO-3)
+    fsdp = estimate_training(arch, h100, 64, "bf16", 1e11, eff, framework="fsdp")
+    assert fsdp["layout"].startswith("tp1 pp1 dp64 zero3")
+    mega = estimate_training(arch, h100, 64, "bf16", 1e11, eff, framework="megatron")
+    assert "zero3" not in mega["layout"]
+    best = estimate_training(arch, h100, 64, "bf16", 1e11, eff)
+    assert best["tokens_per_s"] >= max(fsdp["tokens_per_s"], mega["tokens_per_s"])
+    # fp8 speed-up: a LoRA run of an 8B model on one GPU has no tensor, pipeline or data-parallel term,
+    # so fp8 over bf16 is exactly the framework's factor (1.6 Megatron/NeMo, 1.25 FSDP)
+    small = models["llama-3.1-8b"]
+    for framework, want in (("megatron", eff["train_fp8_speedup"]), ("fsdp", eff["train_fp8_speedup_fsdp"])):
+        r = {p: estimate_training(small, h100, 1, p, 1e9, eff, method="lora", framework=framework)["tokens_per_s"]
+             for p in ("bf16", "fp8")}
+        assert r["fp8"] / r["bf16"] == pytest.approx(want)
+    assert eff["train_fp8_speedup"] == 1.6 and eff["train_fp8_speedup_fsdp"] == 1.25
+    with pytest.raises(InputError) as e:
+        estimate_training(arch, h100, 8, "bf16", 1e9, eff, framework="deepspeed")
+    assert e.value.field == "framework"
+
+
+def test_cli_framework(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from optimizer.cli import main
+
+    args = ["estimate", "training", "-m", "llama-3.1-70b", "-g", "H100-SXM", "-n", "64", "-t", "1e11",
+            "--format", "json"]
+    out = json.loads(CliRunner().invoke(main, args + ["--framework", "fsdp"]).output)
+    assert out["framework"] == "fsdp" and out["layout"].startswith("tp1 pp1 dp64 zero3")
+    r = CliRunner().invoke(main, args + ["--framework", "jax"])
+    assert r.exit_code == 2 and "--framework" in r.output

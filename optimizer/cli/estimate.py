@@ -163,12 +163,14 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_t
               show_default=True, help="Train every weight, or LoRA/QLoRA adapters beside frozen weights.")
 @click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True,
               help="Rank of the LoRA/QLoRA adapters.")
+@click.option("--framework", type=click.Choice(["any", "megatron", "fsdp"], case_sensitive=False), default="any",
+              show_default=True, help="Training framework: its layouts and fp8 speed-up (any: the best layout).")
 @click.option("--sequence-length", type=click.IntRange(min=1), default=None,
               help="Tokens per sequence. Default: train_sequence_tokens.")
 @click.option("--global-batch-tokens", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Tokens per optimizer step. Default: train_global_batch_tokens.")
 def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, gpus_per_node, fabric_gbps,
-             method, lora_rank, sequence_length, global_batch_tokens):
+             method, lora_rank, framework, sequence_length, global_batch_tokens):
     """A training run of TOKENS tokens on a cluster of GPUS GPUs."""
     from ..sizing import estimate_training, resolve_gpu, resolve_model
     from ..sizing.training import Network, default_network
@@ -181,8 +183,10 @@ def training(model, gpu, gpus, precision, fmt, efficiency, model_file, tokens, g
     over = {k: float(v) for k, v in (("train_sequence_tokens", sequence_length),
                                      ("train_global_batch_tokens", global_batch_tokens)) if v is not None}
     eff = eff.with_overrides(over) if over else eff
-    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net, method.lower(), lora_rank)
+    r = estimate_training(arch, spec, gpus, precision.lower(), tokens, eff, net, method.lower(), lora_rank,
+                          framework.lower())
     r["gpus_per_node"], r["fabric_gbps_per_gpu"] = net.gpus_per_node, net.fabric_gbps_per_gpu
-    _emit(r, fmt, ["fits", "method", "vram_gb_per_gpu", "tokens_per_s", "hours", "gpu_hours", "mfu", "layout"])
+    _emit(r, fmt, ["fits", "method", "framework", "vram_gb_per_gpu", "tokens_per_s", "hours", "gpu_hours", "mfu",
+                   "layout"])
     if not r["fits"]:
         sys.exit(EXIT_INFEASIBLE)

@@ -163,7 +163,7 @@ def training_candidates(job: schema.TrainingJob, gpu_names: list[str], *, models
                 else:
                     net = Network(int(node), gbps)
                 r = estimate_training(arch, gpu, n, job.precision, float(job.tokens), eff, net, job.method,
-                                      job.lora_rank)
+                                      job.lora_rank, job.framework)
                 if r["fits"]:
                     rows.append((gpu.name, n, job.precision, node, gbps, r["hours"], r["tokens_per_s"], r["mfu"],
                                  r["vram_gb_per_gpu"], r["layout"]))

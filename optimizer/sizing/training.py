@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .architecture import ModelArch, arch_stats
+from ..errors import unknown_name
 from .efficiency import Efficiency
 from .hardware import GpuSpec
 
@@ -123,11 +124,32 @@ def default_network(gpus: int, eff: Efficiency) -> Network:
     return Network(int(eff["train_scaling_base_gpus"]), eff["train_network_gbs_per_gpu"] * 8.0)
 
 
+#: training frameworks and the layouts each can run
+FRAMEWORKS = ("any", "megatron", "fsdp")
+
+
+def _framework_allows(framework: str, t: int, p: int, d: int, zero: int) -> bool:
+    """Whether ``framework`` runs tensor degree ``t``, pipeline degree ``p`` and ZeRO stage ``zero``.
+
+    Megatron/NeMo: tensor and pipeline parallelism with the distributed
+    optimizer (ZeRO-1), never ZeRO-3. PyTorch FSDP (full shard, as
+    llm-foundry runs it): ZeRO-3 over plain data parallelism, no tensor or
+    pipeline parallelism. ``any``: the best layout of either.
+    """
+    if framework == "megatron":
+        return d == 1 or zero == 1
+    if framework == "fsdp":
+        return t == 1 and p == 1 and (d == 1 or zero == 3)
+    return True
+
+
 def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency,
-            network: Network | None = None, method: str = "full", lora_rank: int = 16) -> dict:
+            network: Network | None = None, method: str = "full", lora_rank: int = 16,
+            framework: str = "any") -> dict:
     """Every layout for ``gpus`` GPUs with its memory per GPU and throughput (arrays).
 
-    ``network`` says how the GPUs are joined (default: :func:`default_network`).
+    ``network`` says how the GPUs are joined (default: :func:`default_network`);
+    ``framework`` limits the layouts to those it runs (:func:`_framework_allows`).
     Returns a dict of equal-length arrays: ``t, p, d, zero, recompute``,
     ``vram_bytes`` (per GPU), ``fits``, ``tokens_per_s`` (cluster).
     """
@@ -141,6 +163,8 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
         for p in _pow2_upto(min(gpus // t, L)):
             d = gpus // (t * p)
             for zero in ((1, 3) if d > 1 else (1,)):
+                if not _framework_allows(framework, t, p, d, zero):
+                    continue
                 for rec in (0, 1, 2):  # none, full, selective
                     grid.append((t, p, d, zero, rec))
     t, p, d, zero, rec = (np.array(c, dtype=float) for c in zip(*grid))
@@ -175,7 +199,10 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     peak = gpu.peak_tflops("bf16" if precision == "fp8" else precision) * 1e12
     rate = gpus * peak * training_mfu(gpu, eff) * scaling_efficiency(gpus, eff)
     if precision == "fp8":
-        rate *= eff["train_fp8_speedup"]
+        # Transformer Engine fp8 gains more under Megatron/NeMo than under FSDP (llm-foundry): a
+        # ZeRO-3 layout runs on an FSDP stack, any other on Megatron's
+        fsdp_stack = (framework == "fsdp") | ((framework == "any") & (zero == 3) & (d > 1))
+        rate *= np.where(fsdp_stack, eff["train_fp8_speedup_fsdp"], eff["train_fp8_speedup"])
     if method == "qlora":
         rate *= eff["train_qlora_speed_factor"]
     rate = rate * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
@@ -211,24 +238,30 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
 
 def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
                       eff: Efficiency, network: Network | None = None, method: str = "full",
-                      lora_rank: int = 16) -> dict:
+                      lora_rank: int = 16, framework: str = "any") -> dict:
     """One configuration: the ``gpuopt estimate training`` result.
 
     ``network``: how the cluster's GPUs are joined (default:
     :func:`default_network`, the named defaults). ``method``: ``full``,
     ``lora`` or ``qlora`` (rank ``lora_rank`` adapters on every linear layer).
+    ``framework``: ``any`` (the best layout), ``megatron`` or ``fsdp`` (the
+    layouts that framework runs, :func:`_framework_allows`).
 
     Returns ``fits``, ``vram_gb_per_gpu``, ``tokens_per_s`` (whole
     cluster), ``hours``, ``mfu`` (model FLOPs utilisation against the dense
     peak of ``precision``), ``layout`` and, when it does not fit, ``reason``.
     """
+    if framework not in FRAMEWORKS:
+        raise unknown_name("training framework", framework, FRAMEWORKS, field="framework", value=framework)
+    if method not in ("full", "lora", "qlora"):
+        raise unknown_name("training method", method, ("full", "lora", "qlora"), field="method", value=method)
     out = {"model": arch.name, "gpu": gpu.name, "gpus": gpus, "precision": precision, "tokens": tokens,
-           "method": method, "fits": False, "vram_gb_per_gpu": None, "tokens_per_s": 0.0, "hours": None, "mfu": None,
+           "method": method, "framework": framework, "fits": False, "vram_gb_per_gpu": None, "tokens_per_s": 0.0, "hours": None, "mfu": None,
            "layout": None}
     if not gpu.supports_training(precision):
         out["reason"] = f"{precision} training is not supported on {gpu.name}"
         return out
-    lay = layouts(arch, gpu, gpus, precision, eff, network, method, lora_rank)
+    lay = layouts(arch, gpu, gpus, precision, eff, network, method, lora_rank, framework)
     if not lay["fits"].any():
         i = int(np.argmin(lay["vram_bytes"]))
         out["vram_gb_per_gpu"] = round(float(lay["vram_bytes"][i]) / 1e9, 3)
