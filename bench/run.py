@@ -43,10 +43,12 @@ from bench.generate import FAMILIES, WEEKS, problem  # noqa: E402  (after the pa
 
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
-        presolve_on: bool, weeks: int = WEEKS, family: str = "standard") -> dict:
+        presolve_on: bool, weeks: int = WEEKS, family: str = "standard", workers: int = 1,
+        executor: str = "local", scheduler: str | None = None) -> dict:
     """One benchmark run in this process (the path of ``gpuopt solve``); returns its row."""
     from optimizer.audit import audit
     from optimizer.candidates import build_candidates
+    from optimizer.executors import make_executor
     from optimizer.model import presolve
     from optimizer.plan import extract
     from optimizer.solve import driver
@@ -66,7 +68,12 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
            "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
            "offerings": len(pr.offerings), "periods": len(pr.periods),
            "candidates_s": t1 - t0, "model_s": t2 - t1, "build_s": t2 - t0, "presolve": model.summary()}
-    res = driver.solve(model, solver, budget, gap, threads)
+    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
+    try:
+        res = driver.solve(model, solver, budget, gap, threads, executor=pool)
+    finally:
+        if pool is not None:
+            pool.close()
     t4 = time.perf_counter()
     plan = extract(model, res)
     t_audit = time.perf_counter()
@@ -74,6 +81,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     t5 = time.perf_counter()
     row.update({"status": res.status.value, "objective": res.objective, "bound": res.bound, "gap": res.gap,
                 "relaxation_bound": res.relaxation_bound, "root_bound": res.root_bound,
+                "decomposition_bound": res.decomposition_bound, "workers": workers, "executor": executor,
                 "handover_s": res.build_seconds,
                 "solve_s": res.solve_seconds, "extract_audit_s": t5 - t4, "audit_s": t5 - t_audit, "total_s": t5 - t0,
                 "audit_violations": len(violations), "audit_first": violations[:3],
@@ -157,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", choices=FAMILIES, default="standard",
                     help="standard: the reference mix; training-heavy: jobs of 32-256 GPUs in 1-2 month windows; "
                     "catalog-wide: q3 against the whole default catalog, demand x scale")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="> 1: also solve the periods apart on this many workers for a bound (gpuopt solve --workers)")
+    ap.add_argument("--executor", choices=["local", "dask"], default="local")
+    ap.add_argument("--scheduler", default=None, help="a Dask scheduler's address, with --executor dask")
     ap.add_argument("--json", default=None, help="also write every row to this JSON-lines file")
     ap.add_argument("--handover", action="store_true", help="time the model hand-over only")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -166,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:
         row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
-                  not args.no_presolve, args.weeks, args.family)
+                  not args.no_presolve, args.weeks, args.family, args.workers, args.executor, args.scheduler)
         print("ROW " + json.dumps(row, default=float))
         return 0
     if args.handover:
@@ -178,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     head = ["scale", "solver", "vars", "int", "rows", "nnz", "build", "handover", "solve", "total", "status",
-            "objective", "bound", "gap%", "LP bound", "mem MB", "audit"]
+            "objective", "bound", "gap%", "LP bound", "periods apart", "mem MB", "audit"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     out = open(args.json, "a") if args.json else None
@@ -189,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                    "--weeks", str(args.weeks), "--family", args.family]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
+            cmd += ["--workers", str(args.workers), "--executor", args.executor]
+            if args.scheduler:
+                cmd += ["--scheduler", args.scheduler]
             if args.no_presolve:
                 cmd.append("--no-presolve")
             t = time.perf_counter()
@@ -207,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{s:g}", solver, str(r["vars"]), str(r["int"]), str(r["rows"]), str(r["nnz"]),
                 _fmt(r["build_s"]), _fmt(r["handover_s"]), _fmt(r["solve_s"]), _fmt(r["total_s"]), r["status"],
                 _fmt(r["objective"], 0), _fmt(r["bound"], 0), gap, _fmt(r["relaxation_bound"], 0),
+                _fmt(r.get("decomposition_bound"), 0),
                 f"{r['mem_mb']:.0f}", str(r["audit_violations"])]) + " |", flush=True)
             if r["status"] in ("error", "infeasible"):
                 print(f"|   | {solver}: {r['message'][:150]} |")

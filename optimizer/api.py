@@ -72,19 +72,28 @@ def _problem(problem: str | Path | Problem, sets, scales, overrides, kwargs) -> 
 
 def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
           gap: float = 1e-6, threads: int | None = None, sets=(), scales=(),
-          overrides: Mapping[str, Any] | None = None, **kwargs: Any) -> Plan:
+          overrides: Mapping[str, Any] | None = None, workers: int = 1, executor: str = "local",
+          scheduler: str | None = None, **kwargs: Any) -> Plan:
     """The cheapest plan, audited: ``gpuopt solve``.
 
     Returns a :class:`~optimizer.plan.Plan`: ``status``, ``objective``,
     ``result`` (bound, gap, times), the tables ``commitments``,
     ``inference``, ``routing``, ``training``, ``training_summary``,
     ``starts``, ``usage``, ``ledger`` (DataFrames), ``by_pricing()``,
-    ``by_workload()``, ``audit`` and ``to_json()``.
+    ``by_workload()``, ``audit`` and ``to_json()``. With ``workers > 1`` or
+    ``executor="dask"`` (``scheduler``: a cluster's address), the periods
+    are also solved apart there for a bound (``result.decomposition_bound``).
     """
+    from .executors import make_executor
     from .pipeline import run
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
-    return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
+    try:
+        return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool)
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, Any] | None = None,

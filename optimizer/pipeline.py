@@ -68,12 +68,15 @@ def run(
     gap: float = 1e-6,
     threads: int | None = None,
     candidates: Candidates | None = None,
+    executor=None,
 ) -> Plan:
     """Solve ``problem`` and return its plan (with status, objective, bounds and gap), audited.
 
     Never raises on a solver outcome: an infeasible or failed solve is a plan
     with that status and a reason. Anything else that goes wrong is a bug
     and propagates (the command line reports it as an internal error).
+    ``executor`` (:mod:`optimizer.executors`): where the period models of the
+    decomposition bound run (none: no decomposition).
     """
     t0 = time.perf_counter()
     cands = candidates or build_candidates(problem)
@@ -86,7 +89,7 @@ def run(
     else:
         # the limit is the whole run's: the build is spent, and the plan and audit after the solve need time too
         budget = driver.solve_budget(time_limit, time.perf_counter() - t0)
-        result = driver.solve(model, solver, budget, gap, threads)
+        result = driver.solve(model, solver, budget, gap, threads, executor=executor)
         result.build_seconds += build
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (

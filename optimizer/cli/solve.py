@@ -7,10 +7,11 @@ import sys
 import click
 
 from ..solve.backends import BACKENDS, DEFAULT_SOLVER, Status
+from ..executors import make_executor
 from ..load import load_problem
 from ..pipeline import run
 from ..render.report import to_json, to_table, write_csv
-from .overlay_options import overlay_options
+from .overlay_options import overlay_options, parallel_options
 from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 
 
@@ -49,16 +50,29 @@ def solver_options(f):
 @click.option("--allow-audit-failure", is_flag=True,
               help="Exit 0 even when the plan fails its audit (for debugging gpuopt itself; such a plan is a bug).")
 @overlay_options
+@parallel_options
 def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_file, wide, allow_audit_failure,
-          sets, scales) -> None:
-    """Solve PROBLEM and print the cheapest plan."""
+          sets, scales, workers, executor, scheduler) -> None:
+    """Solve PROBLEM and print the cheapest plan.
+
+    With --workers N > 1 or --executor dask, the periods are also solved
+    apart on the workers (a Lagrangian bound, docs/performance.md) while the
+    search runs here.
+    """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
+    if executor != "dask" and scheduler:
+        fail_usage("--scheduler needs --executor dask")
     from .report import check_html_target, write_html
 
     check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, scales=scales)
-    plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
+    try:
+        plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool)
+    finally:
+        if pool is not None:
+            pool.close()
     if html_file:
         click.echo(f"wrote {write_html(plan.to_dict(), html_file, force)}", err=True)
     if fmt == "json":

@@ -58,6 +58,7 @@ def plan_dict(plan: Plan) -> dict:
         "bound": _num(r.bound),
         "relaxation_bound": _num(r.relaxation_bound),
         "root_bound": _num(r.root_bound),
+        "decomposition_bound": _num(r.decomposition_bound),
         "gap": _num(r.gap),
         "solver": r.solver,
         "solve_seconds": round(r.solve_seconds, 4),
@@ -208,7 +209,9 @@ def to_table(plan: Plan, wide: bool = False) -> str:
             f"total cost {_money(plan.total_cost, cur)} over {pr.horizon_hours:,.0f} h"
             f" ({pr.horizon_months:.1f} months)",
             f"bound      {_money(r.bound, cur)}   gap {gap}   (relaxation {_money(r.relaxation_bound, cur)}, "
-            f"root {_money(r.root_bound, cur)})",
+            f"root {_money(r.root_bound, cur)}"
+            + (f", periods apart {_money(r.decomposition_bound, cur)}" if r.decomposition_bound is not None else "")
+            + ")",
         ]
     lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
                  f"({plan.stats.get('variables', 0):,} variables, {plan.stats.get('integer_variables', 0):,} "

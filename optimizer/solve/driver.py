@@ -38,11 +38,12 @@ import numpy as np
 import pandas as pd
 
 from ..model.presolve import Model
+from . import decompose
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
 from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .polish import ROUNDS, polish, restrict
-from .result import SolveResult, Status, relative_gap
+from .result import SolveResult, Status, bound_error, relative_gap
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -89,11 +90,15 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
-          threads: int | None = None, start: np.ndarray | None = None) -> SolveResult:
+          threads: int | None = None, start: np.ndarray | None = None, executor=None) -> SolveResult:
     """Solve ``model`` within ``time_limit`` seconds of wall clock (see the module docstring).
 
     Returns the back end's result with ``relaxation_bound`` set; the bound
-    reported is never below the relaxation's.
+    reported is never below the relaxation's. With an ``executor``
+    (:mod:`optimizer.executors`), the period models of
+    :mod:`optimizer.solve.decompose` run on it at the LP's duals while the
+    search goes on, and their bound (``decomposition_bound``) proves where
+    it is the best.
     """
     t0 = time.perf_counter()
     lp = relaxation(model, solver, time_limit)
@@ -103,6 +108,11 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
                              "is infeasible)", solve_seconds=lp.solve_seconds, build_seconds=lp.build_seconds)
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    pending = None
+    if executor is not None and lp_bound is not None and len(model.data.periods) > 1:
+        duals = lp.duals if lp.duals is not None else decompose.lp_duals(model)[1]
+        pending = decompose.start(model, duals, executor, time_limit=left, gap=gap)
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds)
     else:
@@ -113,7 +123,30 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         # a limit hit before the solver's own root LP finished: the relaxation is still a proof
         result.bound = lp_bound
         result.gap = relative_gap(result.objective, lp_bound)
+    if pending is not None:
+        wait = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+        _apply_decomposition(result, pending.collect(wait), gap)
     return result
+
+
+def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float) -> None:
+    """Record the period models' bound and prove with it where it is the best (the message says so)."""
+    n = len(dec.periods)
+    fell_back = int((dec.periods["bound_from"] != "mip").sum())
+    how = (f"{n} period models on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
+           + (f", {fell_back} of them at their LP bound (not finished in time)" if fell_back else ""))
+    if dec.bound is None or not np.isfinite(dec.bound):
+        result.message += f"; the periods solved apart gave no bound ({how})"
+        return
+    if result.status.has_plan and bound_error(result.objective, dec.bound):
+        # above a plan's cost: round-off in a period model, never a proof
+        result.message += f"; the periods solved apart gave {dec.bound:,.2f}, above the plan: not used ({how})"
+        return
+    result.decomposition_bound = dec.bound
+    if _raise_bound(result, dec.bound):
+        result.message += f"; the bound is the periods solved apart ({how})"
+        if result.gap is not None and result.gap <= gap + 1e-12 and result.status == Status.FEASIBLE:
+            result.status = Status.OPTIMAL
 
 
 def _share(left: float | None, spent: float, share: float) -> float | None:

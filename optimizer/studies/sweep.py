@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from ..executors import dask_client
 from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -204,24 +205,6 @@ class Progress:
             self.stream.flush()
 
 
-def _dask_client(scheduler: str | None, workers: int):
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:  # pragma: no cover - a dependency
-        raise InputError("--executor dask needs dask[distributed] installed", field="--executor") from None
-    if scheduler:
-        try:
-            return Client(scheduler, timeout="15s"), None
-        except (OSError, TimeoutError, ValueError) as e:
-            raise InputError(f"cannot reach the Dask scheduler ({e})", field="--scheduler", value=scheduler,
-                             allowed="an address such as tcp://HOST:8786") from None
-    import logging
-
-    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
-    return Client(cluster), cluster
-
-
 def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", scheduler: str | None = None,
               progress: Progress | None = None) -> list[dict]:
     """Solve every task; results in task order. ``executor``: ``local`` (processes when
@@ -239,7 +222,7 @@ def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", sche
         if executor == "dask":
             from dask.distributed import as_completed
 
-            client, cluster = _dask_client(scheduler, workers)
+            client, cluster = dask_client(scheduler, workers)
             try:
                 tag = uuid.uuid4().hex[:8]
                 futures = [client.submit(solve_task, t, key=f"gpuopt-{tag}-{t['index']}", pure=False)

@@ -178,6 +178,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                completed=status == S.kOptimal, bound_is_objective=not mip_model and status == S.kOptimal)
     if r.error:
         return SolveResult(Status.ERROR, "highs", message=r.error, **common)
+    if not mip_model and status == S.kOptimal:  # an LP: its row duals price the rows (optimizer.solve.decompose)
+        common["duals"] = np.asarray(h.getSolution().row_dual, dtype=float)
     x, objective, bound, g, proven = r.x, r.objective, r.bound, r.gap, r.proven
     st = Status.OPTIMAL if proven else Status.FEASIBLE
     msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit

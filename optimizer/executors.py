@@ -1,0 +1,100 @@
+"""Where independent solves run: in this process, in local processes, or on a Dask cluster.
+
+Sweeps, what-ifs and the per-period bound of :mod:`optimizer.solve.decompose`
+hand plain-data tasks to one of these and read the results back; every
+executor gives the same numbers for the same tasks.
+
+- ``inline``: one after the other, in this process (the default; no start-up).
+- ``local`` with ``workers > 1``: a pool of spawned processes.
+- ``dask``: a Dask cluster, the one at ``scheduler`` (``tcp://HOST:8786``) or,
+  without one, a local cluster of ``workers`` single-threaded processes.
+
+Every executor offers ``submit(fn, arg) -> future`` (``future.result(timeout)``,
+``future.done()``), ``workers`` (solves at once) and ``close()``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import uuid
+
+from .errors import InputError
+
+
+class Inline:
+    """Runs each task when it is submitted, in this process; its future is already done."""
+
+    workers = 1
+
+    def submit(self, fn, arg) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        fut.set_result(fn(arg))
+        return fut
+
+    def close(self) -> None:
+        pass
+
+
+class Processes:
+    """A pool of ``workers`` spawned processes on this machine."""
+
+    def __init__(self, workers: int):
+        import multiprocessing as mp
+
+        self.workers = workers
+        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+
+    def submit(self, fn, arg) -> cf.Future:
+        return self._pool.submit(fn, arg)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def dask_client(scheduler: str | None, workers: int):
+    """A Dask client: of the cluster at ``scheduler``, else of a new local cluster (returned second, or None)."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - a dependency
+        raise InputError("--executor dask needs dask[distributed] installed", field="--executor") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="15s"), None
+        except (OSError, TimeoutError, ValueError) as e:
+            raise InputError(f"cannot reach the Dask scheduler ({e})", field="--scheduler", value=scheduler,
+                             allowed="an address such as tcp://HOST:8786") from None
+    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+class Dask:
+    """A Dask cluster (see :func:`dask_client`); ``workers`` is its number of worker threads."""
+
+    def __init__(self, scheduler: str | None, workers: int):
+        self.client, self._cluster = dask_client(scheduler, workers)
+        self.workers = max(1, sum(self.client.nthreads().values()))
+        self._tag = uuid.uuid4().hex[:8]
+        self._n = 0
+
+    def submit(self, fn, arg):
+        self._n += 1
+        return self.client.submit(fn, arg, key=f"gpuopt-{self._tag}-{self._n}", pure=False)
+
+    def close(self) -> None:
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None):
+    """The executor named on the command line (``--executor``, ``--workers``, ``--scheduler``)."""
+    if executor == "dask":
+        return Dask(scheduler, workers)
+    if executor != "local":
+        raise InputError(f"unknown executor {executor!r}", field="--executor", value=executor,
+                         allowed="local, dask")
+    if scheduler:
+        raise InputError("--scheduler needs --executor dask", field="--scheduler", value=scheduler)
+    return Processes(workers) if workers > 1 else Inline()

@@ -1,0 +1,164 @@
+"""The bound of the periods solved apart (optimizer/solve/decompose.py).
+
+Checked three ways: with integrality dropped the decomposition at the LP's
+duals must give the LP optimum exactly (LP duality; an independent check of
+the pieces' costs and of HiGHS's sign convention); with integrality it
+never exceeds a known optimum; on a case worked by hand it rises from the
+LP bound to the optimum. Serial and Dask give the same bound and plan.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from conftest import write_problem
+from optimizer.candidates import build_candidates
+from optimizer.executors import Dask, Inline, make_executor
+from optimizer.load import load_problem
+from optimizer.model import presolve
+from optimizer.solve import decompose
+from optimizer.solve.backends import Status
+
+from test_executable_plans import FLIP
+from test_known_answers import reserved_problem
+
+
+def model_of(tmp_path, data):
+    pr = load_problem(write_problem(tmp_path, data))
+    return presolve.build(pr, build_candidates(pr))
+
+
+def relaxed_bound(model, duals):
+    a = model.mip.arrays()
+    a = dataclasses.replace(a, integer=np.zeros_like(a.integer))
+    return decompose.start(model, duals, Inline(), arrays=a).collect().bound
+
+
+def test_the_reservation_example_rises_from_the_lp_bound_to_the_optimum(tmp_path):
+    # reserved_problem: p1 and p2 of 100 h; demand 10 and 3 rps, a replica is 2 GPUs serving 1 rps; an on-demand
+    # 8-GPU unit costs 80 $/h (1,000 per GPU and period), a 12-month reserved unit 50 $/h over both periods
+    # (10,000 per unit, 1,250 per GPU for both). Optimum 26,000 (test_known_answers).
+    # LP: reserve r GPUs and rent the rest: 1,250 r + 1,000 (20 − r) + 1,000 (6 − r)⁺, least at r = 6:
+    # 7,500 + 14,000 = 21,500.
+    # Its duals: the reserved capacity rows price a GPU at 1,000 in p1 (on demand is marginal there) and
+    # 1,250 − 1,000 = 250 in p2 (the reserved unit's cost, 8 GPUs × (1,000 + 250) = 10,000, is fully priced).
+    # Periods apart, a reserved unit costs 8,000 in p1 and 2,000 in p2: p1 needs 20 GPUs = 3 whole units at
+    # 8,000 whichever kind = 24,000; p2 needs 6 GPUs = 1 reserved unit at 2,000; the master pays
+    # 10,000 − 8,000 − 2,000 = 0 for it. Bound 24,000 + 2,000 = 26,000: the optimum.
+    model = model_of(tmp_path, reserved_problem())
+    lp, duals = decompose.lp_duals(model)
+    assert lp == pytest.approx(21_500)
+    assert relaxed_bound(model, duals) == pytest.approx(21_500)
+    res = decompose.period_bound(model, duals)
+    assert res.complete
+    assert res.bound == pytest.approx(26_000, rel=1e-6)
+    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 24_000, "p2": 2_000})
+    assert res.master == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("name,data,optimum", [("reserved", reserved_problem(), 26_000), ("flip", FLIP, 1_100)])
+def test_the_bound_is_the_lp_without_integrality_and_never_above_the_optimum(tmp_path, name, data, optimum):
+    # FLIP has stability rows across its two periods: they are priced at their LP duals, not kept
+    model = model_of(tmp_path, copy.deepcopy(data))
+    lp, duals = decompose.lp_duals(model)
+    assert relaxed_bound(model, duals) == pytest.approx(lp, rel=1e-9)
+    res = decompose.period_bound(model, duals)
+    assert lp - 1e-6 <= res.bound <= optimum * (1 + 1e-6)
+
+
+def test_linking_rows_and_global_columns_are_found(tmp_path):
+    # FLIP: two periods; the stability rows sum a configuration over both periods (linking), one
+    # configuration per request class (global only), and the replicas and units are per period
+    model = model_of(tmp_path, copy.deepcopy(FLIP))
+    split = decompose.split_by_period(model)
+    a = split.arrays
+    names = lambda rows: {a.row_names[r].split("#")[0] for r in rows}  # noqa: E731
+    assert names(split.linking_rows) == {"stability-config-used"}
+    assert names(split.master_rows) == {"stability-configurations"}
+    assert {a.var_names[c].split("#")[0] for c in split.global_columns} == {"config-used"}
+    assert len(split.local_rows) == 2 and all(len(r) for r in split.local_rows)
+
+
+def test_a_period_model_not_done_in_time_counts_its_lp_bound(tmp_path):
+    class Never:
+        """An executor whose futures never finish."""
+
+        workers = 1
+
+        def submit(self, fn, arg):
+            import concurrent.futures as cf
+
+            return cf.Future()
+
+    model = model_of(tmp_path, reserved_problem())
+    lp, duals = decompose.lp_duals(model)
+    res = decompose.start(model, duals, Never()).collect(timeout=0.0)
+    # every period at its LP price: the LP bound again (21,500), never more
+    assert list(res.periods["status"]) == ["not finished", "not finished"]
+    assert not res.complete
+    assert res.bound == pytest.approx(21_500)
+
+
+def test_dask_and_serial_give_the_same_bound_and_plan(tmp_path):
+    model = model_of(tmp_path, reserved_problem())
+    _, duals = decompose.lp_duals(model)
+    serial = decompose.period_bound(model, duals, Inline())
+    ex = Dask(None, 2)
+    try:
+        assert ex.workers == 2
+        on_dask = decompose.period_bound(model, duals, ex)
+    finally:
+        ex.close()
+    assert on_dask.bound == serial.bound
+    assert list(on_dask.periods["bound"]) == list(serial.periods["bound"])
+
+
+def test_solve_reports_the_periods_apart_bound_through_the_cli(tmp_path):
+    from click.testing import CliRunner
+
+    from optimizer.cli import main
+
+    path = write_problem(tmp_path, reserved_problem())
+    runner = CliRunner()
+    base = runner.invoke(main, ["solve", str(path), "--format", "json"])
+    apart = runner.invoke(main, ["solve", str(path), "--format", "json", "--executor", "dask", "--workers", "2"])
+    assert base.exit_code == 0 and apart.exit_code == 0, apart.output
+    b, d = json.loads(base.stdout), json.loads(apart.stdout)
+    assert b["decomposition_bound"] is None
+    assert d["decomposition_bound"] == pytest.approx(26_000, rel=1e-6)
+    assert d["audit"] == [] and d["objective"] == pytest.approx(b["objective"]) == pytest.approx(26_000)
+    assert d["commitments"] == b["commitments"] and d["inference"] == b["inference"]
+
+
+def test_scheduler_without_dask_is_a_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from optimizer.cli import main
+
+    path = write_problem(tmp_path, reserved_problem())
+    r = CliRunner().invoke(main, ["solve", str(path), "--scheduler", "tcp://127.0.0.1:1"])
+    assert r.exit_code == 2 and "--scheduler needs --executor dask" in r.output
+
+
+def test_an_unreachable_scheduler_is_an_input_error():
+    from optimizer.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        make_executor("dask", 1, "tcp://127.0.0.1:9")
+    assert e.value.field == "--scheduler"
+
+
+def test_driver_raises_its_bound_with_the_periods_apart(tmp_path):
+    # a model the driver proves anyway: the periods' bound is recorded and never above the plan
+    from optimizer.pipeline import run
+
+    plan = run(load_problem(write_problem(tmp_path, reserved_problem())), executor=Inline())
+    r = plan.result
+    assert r.status == Status.OPTIMAL and plan.audit == []
+    assert r.decomposition_bound == pytest.approx(26_000, rel=1e-6)
+    assert r.decomposition_bound <= r.objective * (1 + 1e-6)
