@@ -156,6 +156,15 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
             over["train_network_gbs_per_gpu"] = gbit / 8
         elif "Selene" in cond:
             over["train_network_gbs_per_gpu"] = 25.0
+        if re.search(r"Narayanan et al\. 2021|Megatron-DeepSpeed", f"{cond} {row.source}"):
+            # runs of 2020-21 (Megatron-LM PTD-P, MT-NLG) had neither TP communication overlap (Transformer
+            # Engine userbuffers, in NeMo since 2023: NVIDIA/NeMo PR #6362) nor context parallelism
+            # (Megatron-Core, 2024); the software of the run, not a fit
+            over["train_tp_comm_overlap"] = 0.0
+            over["train_max_cp"] = 1.0
+        if "Megatron-DeepSpeed" in cond:
+            # DeepSpeed's pipeline engine runs plain 1F1B, without Megatron's interleaved schedule
+            over["train_max_virtual_stages"] = 1.0
         e = eff.with_overrides(over)
         method = re.search(r"method=(full|lora|qlora)", cond)
         rank = _num(r"lora_rank=(\d+)", cond, 16)

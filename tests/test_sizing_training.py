@@ -66,7 +66,9 @@ def test_layout_search_uses_sharding_and_recompute_when_needed(ref):
     assert r["fits"] and r["vram_gb_per_gpu"] <= 80 * 0.95
     big = tr(ref, "llama-3.1-405b", "H100-SXM", 1024)
     assert big["fits"] and ("zero3" in big["layout"] or "pp" in big["layout"])
-    assert big["tp"] * big["pp"] * big["dp"] == 1024
+    # the degrees need not divide the cluster (pipeline degrees that split the layers evenly, e.g. 9 for
+    # 126); GPUs left over stay idle and are not counted as working
+    assert big["tp"] * big["cp"] * big["pp"] * big["dp"] <= 1024
 
 
 # --- LoRA and QLoRA ---------------------------------------------------------------------------------
