@@ -1,19 +1,24 @@
 """Training sizing: memory per GPU, a parallel layout that fits, and wall-clock time.
 
 For a cluster of ``n`` GPUs the model enumerates layouts -- tensor-parallel
-degree ``t`` (inside one node, with sequence parallelism), pipeline degree
-``p``, data-parallel degree ``d = n / (t p)``, ZeRO stage 1 or 3 (FSDP) and
-activation recomputation off or full -- keeps those that fit in memory and
-picks the fastest.
+degree ``t`` (inside one node, with sequence parallelism), context-parallel
+degree ``c`` (Megatron/NeMo: each GPU holds s/c tokens of every sequence),
+pipeline degree ``p`` (powers of two and the layer count's divisors) with
+``v`` model chunks per stage (Megatron's interleaved schedule; v = 1 is
+plain 1F1B), data-parallel degree ``d = n // (t c p)`` (GPUs left over stay
+idle), ZeRO stage 1 or 3 (FSDP) and activation recomputation none, full or
+selective -- keeps those that fit in memory and picks the fastest.
 
-Memory per GPU (Psi = total params / (t p))::
+Memory per GPU (u = ceil(L/(p v)) p v / L, the fullest stage against the
+average; Psi = total params x u / (t p))::
 
-    ZeRO-1:  (weights+grads bytes) x Psi + optimizer bytes x Psi / d
-    ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)
-    activations, no recompute:   c x s x b x h x L / t    (1F1B keeps L layers' worth per stage)
-    activations, full recompute: 2 x s x b x h x L / t + c x s x b x h / t (one layer live)
-    activations, selective:      c_sel x s x b x h x L / t  (norms and SwiGLU products recomputed)
-    + fp32 logits 4 x s x b x V / t + misc
+    ZeRO-1:  (weights+grads bytes) x Psi + optimizer bytes x Psi / (d c)
+    ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)   (c = 1)
+    activations, no recompute:   k x a x s x b x h x L / (t c)   (1F1B keeps L layers' worth on stage 1)
+    activations, full recompute: 2 x s x b x h x L x k / (t c) + a x s x b x h / (t c) (one layer live)
+    activations, selective:      a_sel x s x b x h x L x k / (t c)  (norms and SwiGLU products recomputed)
+        k = u (1F1B), u x (1 + (p - 1)/(p v)) interleaved (Korthikanti et al. 2022)
+    + fp32 logits 4 x s x b x V / (t c) + misc
 
 LoRA and QLoRA (``method``): the base weights are frozen (16-bit, or
 ``qlora_weight_bytes_per_param`` for QLoRA's 4-bit body) with no gradients
@@ -24,16 +29,21 @@ and Adam state (train_param_grad_bytes + train_optimizer_bytes each)::
     ZeRO-1:  base bytes x Psi + (pg + opt) x A / (t p)
     ZeRO-3:  base bytes x Psi / d + gathered layers + (pg + opt) x A / (t p d)
 
-Time::
+Time, per token through all L layers of one tensor x context group::
 
     FLOPs per token = 6 x active params + 6 x L x s x (attention pair FLOPs / 4)   (causal attention)
                       (LoRA: 4 x active params, no weight gradients of the base; + 6 x A)
-    tokens/s = n x peak_bf16 x MFU(generation) x scaling(n) x [fp8 speed-up] x [FSDP factor]
-               / [recompute factor] / (1 + exposed TP all-reduce share) / pipeline bubble / FLOPs per token
+    speed      = peak_bf16 x MFU(generation) x [fp8 speed-up] x [QLoRA factor] x [FSDP factor]  (per GPU)
+    compute    = FLOPs per token x [recompute factor] / speed / (t c)
+    TP         = (1 - train_tp_comm_overlap) x L x (4 | 6 with full recompute) x 2 (2h bytes) (t-1)/t
+                 / (link x train_comm_bw_fraction) / c          (overlap only on a Megatron/NeMo stack)
+    CP         = L / s x max(0, 3 (c-1) (s/c) x K/V bytes per token and layer / t / (link x fraction)
+                                  - one layer's attention of a sequence (fwd + bwd) / (t c) / speed)
+    tokens/s   = d p x scaling(n) / ((compute + TP + CP) x u) / bubble, less exposed DP traffic
     scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
-    bubble     = (m + p - 1) / m,  m = global batch sequences / (micro-batch x d)
-    DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes per step over the network (NVLink
-                 inside one node, else the fabric's Gbit/s per GPU / 8), hidden behind
+    bubble     = (m + (p - 1)/v) / m,  m = global batch sequences / (micro-batch x d)
+    DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes x (d c - 1)/(d c) per step over the network
+                 (NVLink inside one node, else the fabric's Gbit/s per GPU / 8), hidden behind
                  train_dp_comm_overlap x compute, the rest exposed
     hours      = tokens / tokens per second / 3600
 """
