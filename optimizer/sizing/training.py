@@ -342,6 +342,8 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
         "layout": _layout_text(lay, i),
         "tp": int(lay["t"][i]), "cp": int(lay["c"][i]), "pp": int(lay["p"][i]), "vp": int(lay["v"][i]),
         "dp": int(lay["d"][i]),
+        # the degrees need not divide the cluster: GPUs beyond tp x cp x pp x dp idle (still paid for)
+        "gpus_used": int(lay["t"][i] * lay["c"][i] * lay["p"][i] * lay["d"][i]),
         "zero": int(lay["zero"][i]), "recompute": str(lay["recompute"][i]),
     })
     return out
