@@ -71,6 +71,9 @@ EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("7b", 
 
 #: set to True to predict every training row with the best layout of any framework (the pre-2026-11-25 rule)
 FRAMEWORKS_AS_ANY = False
+#: set to False to predict the 2020-21 Megatron-LM / MT-NLG rows with today's software (TP communication
+#: overlap, context parallelism, interleaving under DeepSpeed) instead of what those runs had
+SOFTWARE_OF_THE_RUN = True
 
 PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
               "NVFP4": "fp4"}
@@ -156,6 +159,15 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
             over["train_network_gbs_per_gpu"] = gbit / 8
         elif "Selene" in cond:
             over["train_network_gbs_per_gpu"] = 25.0
+        if SOFTWARE_OF_THE_RUN and re.search(r"Narayanan et al\. 2021|Megatron-DeepSpeed", f"{cond} {row.source}"):
+            # runs of 2020-21 (Megatron-LM PTD-P, MT-NLG) had neither TP communication overlap (Transformer
+            # Engine userbuffers, in NeMo since 2023: NVIDIA/NeMo PR #6362) nor context parallelism
+            # (Megatron-Core, 2024); the software of the run, not a fit
+            over["train_tp_comm_overlap"] = 0.0
+            over["train_max_cp"] = 1.0
+        if SOFTWARE_OF_THE_RUN and "Megatron-DeepSpeed" in cond:
+            # DeepSpeed's pipeline engine runs plain 1F1B, without Megatron's interleaved schedule
+            over["train_max_virtual_stages"] = 1.0
         e = eff.with_overrides(over)
         method = re.search(r"method=(full|lora|qlora)", cond)
         rank = _num(r"lora_rank=(\d+)", cond, 16)

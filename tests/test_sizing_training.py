@@ -66,7 +66,9 @@ def test_layout_search_uses_sharding_and_recompute_when_needed(ref):
     assert r["fits"] and r["vram_gb_per_gpu"] <= 80 * 0.95
     big = tr(ref, "llama-3.1-405b", "H100-SXM", 1024)
     assert big["fits"] and ("zero3" in big["layout"] or "pp" in big["layout"])
-    assert big["tp"] * big["pp"] * big["dp"] == 1024
+    # the degrees need not divide the cluster (pipeline degrees that split the layers evenly, e.g. 9 for
+    # 126); GPUs left over stay idle and are not counted as working
+    assert big["tp"] * big["cp"] * big["pp"] * big["dp"] == big["gpus_used"] <= 1024
 
 
 # --- LoRA and QLoRA ---------------------------------------------------------------------------------
@@ -181,3 +183,138 @@ def test_cli_framework(tmp_path):
     assert out["framework"] == "fsdp" and out["layout"].startswith("tp1 pp1 dp64 zero3")
     r = CliRunner().invoke(main, args + ["--framework", "jax"])
     assert r.exit_code == 2 and "--framework" in r.output
+
+
+# --- TP communication overlap, interleaved pipelines, context parallelism ------------------------------
+# Each check picks one layout out of `layouts` and recomputes its memory or throughput by hand from
+# docs/sizing.md ("Training model"): H100-SXM bf16 dense peak 989 TFLOP/s, one-direction NVLink 450 GB/s,
+# 81,559 MiB of memory; train_mfu_hopper 0.46, train_comm_bw_fraction 0.75.
+
+def _pick(lay, **want):
+    rows = [i for i in range(len(lay["t"])) if all(lay[k][i] == v for k, v in want.items())]
+    assert len(rows) == 1, (want, rows)
+    return rows[0]
+
+
+def test_tp_overlap_of_one_removes_the_tp_term_and_zero_charges_it_in_full(ref):
+    from optimizer.sizing.training import layouts
+
+    models, gpus, eff = ref
+    arch = models["llama-3.1-70b"]  # 80 layers, hidden 8,192
+    f = flops_per_token(arch, eff["train_sequence_tokens"])
+    # tp8 on one node, no pipeline, no data parallelism (so no bubble and no gradient traffic):
+    # a token takes f / (8 x 989e12 x 0.46) s of compute, plus per layer 4 all-reduces of the 2-byte hidden
+    # vector, ring: 2 x (8,192 x 2 B) x 7/8 = 28,672 B each, at 450e9 x 0.75 B/s
+    compute = f / (8 * 989e12 * 0.46)
+    comm = 80 * 4 * 28_672 / (450e9 * 0.75)
+    assert comm == pytest.approx(27.185e-6, rel=1e-4)
+    for overlap, want in ((1.0, 1 / compute), (0.0, 1 / (compute + comm)), (0.9, 1 / (compute + 0.1 * comm))):
+        e = eff.with_overrides({"train_tp_comm_overlap": overlap})
+        lay = layouts(arch, gpus["H100-SXM"], 8, "bf16", e, framework="megatron")
+        i = _pick(lay, t=8, c=1, p=1, recompute="none")
+        assert lay["tokens_per_s"][i] == pytest.approx(want, rel=1e-9), overlap
+    # overlap 0 is the time before the factor existed: tokens/s = rate / f / (1 + comm/compute) for bf16
+    before = 8 * 989e12 * 0.46 / f / (1 + comm / compute)
+    assert 1 / (compute + comm) == pytest.approx(before, rel=1e-12)
+    # fp8 speeds the GEMMs up (train_fp8_speedup 1.6), not NVLink: the TP time stays what it is
+    e = eff.with_overrides({"train_tp_comm_overlap": 0.0})
+    lay = layouts(arch, gpus["H100-SXM"], 8, "fp8", e, framework="megatron")
+    i = _pick(lay, t=8, c=1, p=1, recompute="none")
+    assert lay["tokens_per_s"][i] == pytest.approx(1 / (compute / 1.6 + comm), rel=1e-9)
+
+
+def test_interleaving_shrinks_the_bubble_by_hand(ref):
+    from optimizer.sizing.training import layouts
+
+    models, gpus, eff = ref
+    arch = models["llama-3.1-8b"]  # 32 layers: 2 stages of 16, or 2 x 2 chunks of 8
+    # 2 GPUs as a 2-stage pipeline, one data-parallel rank, a global batch of 4 sequences of 4,096 tokens:
+    # m = 4 micro-batches. Bubble 1F1B (4 + 1)/4 = 1.25; interleaved with v = 2 (4 + 1/2)/4 = 1.125.
+    e = eff.with_overrides({"train_global_batch_tokens": 4 * 4096, "train_sequence_tokens": 4096})
+    lay = layouts(arch, gpus["H100-SXM"], 2, "bf16", e, framework="megatron")
+    f = flops_per_token(arch, 4096)
+    busy = 2 * 989e12 * 0.46 / f              # tokens/s of 2 GPUs without a bubble (no TP, CP or DP terms)
+    one = lay["tokens_per_s"][_pick(lay, t=1, c=1, p=2, v=1, recompute="none")]
+    two = lay["tokens_per_s"][_pick(lay, t=1, c=1, p=2, v=2, recompute="none")]
+    assert one == pytest.approx(busy / 1.25, rel=1e-9)
+    assert two == pytest.approx(busy / 1.125, rel=1e-9)
+    # memory: the first stage holds 1 + (p - 1)/(p v) = 1.25 x the 1F1B activations (Korthikanti et al.)
+    sbh = 4096 * 4096                          # tokens x hidden, 2-byte activations
+    acts_1f1b = 36 * sbh * 32
+    vram = {v: lay["vram_bytes"][_pick(lay, t=1, c=1, p=2, v=v, recompute="none")] for v in (1, 2)}
+    assert vram[2] - vram[1] == pytest.approx(0.25 * acts_1f1b, rel=1e-9)
+    # v = 3 does not split 32 layers evenly: 6 chunks of at most ceil(32/6) = 6 layers, so the fullest stage
+    # holds 18 layers where the average is 16 and sets the pace (x 18/16); bubble (4 + 1/3)/4
+    three = lay["tokens_per_s"][_pick(lay, t=1, c=1, p=2, v=3, recompute="none")]
+    assert three == pytest.approx(busy / (18 / 16) / ((4 + 1 / 3) / 4), rel=1e-9)
+    # a stage split that leaves a chunk without a layer is not tried: at most 16 chunks of one layer
+    assert lay["v"][lay["p"] == 2].max() == 16 and 17 not in set(lay["v"])
+    # train_max_virtual_stages 1 turns interleaving off
+    off = layouts(arch, gpus["H100-SXM"], 2, "bf16", e.with_overrides({"train_max_virtual_stages": 1}),
+                  framework="megatron")
+    assert set(off["v"]) == {1}
+
+
+def test_context_parallelism_makes_a_long_sequence_fit_with_the_memory_by_hand(ref):
+    models, gpus, eff = ref
+    arch, h100 = models["llama-3.1-8b"], gpus["H100-SXM"]
+    # 128K tokens per sequence on 8 GPUs without NVLink peers for tensor parallelism (train_max_tp 1):
+    # without CP the fp32 logits alone are 4 x 131,072 x 128,256 B = 67.2 GB per GPU
+    e = eff.with_overrides({"train_sequence_tokens": 131072, "train_max_tp": 1})
+    no_cp = estimate_training(arch, h100, 8, "bf16", 1e9, e.with_overrides({"train_max_cp": 1}),
+                              framework="megatron")
+    assert not no_cp["fits"]
+    assert estimate_training(arch, h100, 8, "bf16", 1e9, e, framework="megatron")["fits"]
+    # layout cp8 (each GPU holds 16,384 tokens of every sequence), no pipeline, ZeRO-1, full recompute:
+    P = 8_030_261_248
+    states = 4 * P + 12 * P / 8                 # bf16 weights + grads whole; Adam sharded over dp x cp = 8
+    sbh = 131072 * 4096 / 8                     # tokens per GPU x hidden (2-byte activations: bytes = sbh)
+    acts = 2 * sbh * 32 + 36 * sbh              # checkpointed layer inputs + one layer live
+    logits = 4 * 131072 * 128256 / 8
+    misc = 2 * 2**30
+    want = states + acts + logits + misc
+    assert want == pytest.approx(61.4e9, rel=1e-3) and want < 81_559 * 2**20 * 0.95
+    from optimizer.sizing.training import layouts
+
+    lay = layouts(arch, h100, 8, "bf16", e, framework="megatron")
+    i = _pick(lay, t=1, c=8, p=1, recompute="full")
+    assert lay["fits"][i] and lay["vram_bytes"][i] == pytest.approx(want, rel=1e-12)
+    # FSDP has no context parallelism
+    assert set(layouts(arch, h100, 8, "bf16", e, framework="fsdp")["c"]) == {1}
+
+
+def test_context_parallel_exchange_hides_behind_attention_until_it_cannot(ref):
+    from optimizer.sizing.architecture import arch_stats
+    from optimizer.sizing.training import Network, layouts
+
+    models, gpus, eff = ref
+    arch, h100 = models["llama-3.1-8b"], gpus["H100-SXM"]
+    st = arch_stats(arch)
+    # Per layer and sequence a GPU of a cp2 group receives 3 x 1 chunks of s/2 tokens of K and V
+    # (8 KV heads x 128 x 2 x 2 B = 4,096 B per token), against 1.5 s^2 x pair FLOPs / 2 GPUs of attention.
+    kv = 2 * 8 * 128 * 2
+    assert st.kv_elems_per_token / 32 * 2 == kv
+    # one node of 2 (NVLink inside, 450e9 x 0.75 B/s) against 2 nodes of 1 on a 1 Gbit/s fabric
+    for s, net, exposed in ((8192, Network(2, None), False), (8192, Network(1, 1.0), True)):
+        e = eff.with_overrides({"train_sequence_tokens": s, "train_global_batch_tokens": s})
+        lay = layouts(arch, h100, 2, "bf16", e, net, framework="megatron")
+        i = _pick(lay, t=1, c=2, p=1, recompute="full")
+        link = 450e9 * 0.75 if net.fabric_gbps_per_gpu is None else 1e9 / 8 * 0.75
+        comm = 3 * 1 * (s / 2) * kv / link
+        attn = 1.5 * s * s * st.attn_pair_flops_prefill / (989e12 * 0.46) / 2
+        assert (comm > attn) == exposed
+        f = flops_per_token(arch, s)
+        token_s = f * 1.33 / (989e12 * 0.46) / 2 + 32 * max(0.0, comm - attn) / s
+        # one sequence per step; the two CP ranks all-reduce their gradients (2 x P x 2 B x 1/2) over the
+        # same link, hidden behind 0.7 of the step
+        step = s * token_s
+        grads = 2 * st.params_total * 2 * 0.5 / link
+        assert lay["tokens_per_s"][i] == pytest.approx(s / (step + max(0.0, grads - 0.7 * step)), rel=1e-9)
+
+
+def test_layout_text_names_interleaving_and_context_parallelism(ref):
+    models, gpus, eff = ref
+    e = eff.with_overrides({"train_sequence_tokens": 131072, "train_max_tp": 1})
+    r = estimate_training(models["llama-3.1-8b"], gpus["H100-SXM"], 8, "bf16", 1e9, e, framework="megatron")
+    assert " cp" in r["layout"] and r["cp"] > 1
+    assert r["tp"] * r["cp"] * r["pp"] * r["dp"] <= 8

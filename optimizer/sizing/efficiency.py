@@ -22,7 +22,7 @@ from ..errors import InputError, unknown_name
 REQUIRED_COLUMNS = ("name", "value", "unit", "source", "date", "description")
 
 # Allowed range per unit: (low, low_inclusive, high). A fraction is in (0, 1], a share in [0, 1];
-# a count (tokens, GPUs, sequences) is at least 1; a time or size is >= 0.
+# a count (tokens, GPUs, sequences, count) is at least 1; a time or size is >= 0.
 _RANGES: dict[str, tuple[float, bool, float]] = {
     "fraction": (0.0, False, 1.0),   # an achieved share of a peak: 0 would mean "never finishes"
     "share": (0.0, True, 1.0),       # a share that may be zero (a loss, an overlap)
@@ -38,6 +38,7 @@ _RANGES: dict[str, tuple[float, bool, float]] = {
     "tokens": (1.0, True, math.inf),
     "sequences": (1.0, True, math.inf),
     "GPUs": (1.0, True, math.inf),
+    "count": (1.0, True, math.inf),
 }
 
 

@@ -1,19 +1,24 @@
 """Training sizing: memory per GPU, a parallel layout that fits, and wall-clock time.
 
 For a cluster of ``n`` GPUs the model enumerates layouts -- tensor-parallel
-degree ``t`` (inside one node, with sequence parallelism), pipeline degree
-``p``, data-parallel degree ``d = n / (t p)``, ZeRO stage 1 or 3 (FSDP) and
-activation recomputation off or full -- keeps those that fit in memory and
-picks the fastest.
+degree ``t`` (inside one node, with sequence parallelism), context-parallel
+degree ``c`` (Megatron/NeMo: each GPU holds s/c tokens of every sequence),
+pipeline degree ``p`` (powers of two and the layer count's divisors) with
+``v`` model chunks per stage (Megatron's interleaved schedule; v = 1 is
+plain 1F1B), data-parallel degree ``d = n // (t c p)`` (GPUs left over stay
+idle), ZeRO stage 1 or 3 (FSDP) and activation recomputation none, full or
+selective -- keeps those that fit in memory and picks the fastest.
 
-Memory per GPU (Psi = total params / (t p))::
+Memory per GPU (u = ceil(L/(p v)) p v / L, the fullest stage against the
+average; Psi = total params x u / (t p))::
 
-    ZeRO-1:  (weights+grads bytes) x Psi + optimizer bytes x Psi / d
-    ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)
-    activations, no recompute:   c x s x b x h x L / t    (1F1B keeps L layers' worth per stage)
-    activations, full recompute: 2 x s x b x h x L / t + c x s x b x h / t (one layer live)
-    activations, selective:      c_sel x s x b x h x L / t  (norms and SwiGLU products recomputed)
-    + fp32 logits 4 x s x b x V / t + misc
+    ZeRO-1:  (weights+grads bytes) x Psi + optimizer bytes x Psi / (d c)
+    ZeRO-3:  (weights+grads + optimizer bytes) x Psi / d + two layers' weights (gathered)   (c = 1)
+    activations, no recompute:   k x a x s x b x h x L / (t c)   (1F1B keeps L layers' worth on stage 1)
+    activations, full recompute: 2 x s x b x h x L x k / (t c) + a x s x b x h / (t c) (one layer live)
+    activations, selective:      a_sel x s x b x h x L x k / (t c)  (norms and SwiGLU products recomputed)
+        k = u (1F1B), u x (1 + (p - 1)/(p v)) interleaved (Korthikanti et al. 2022)
+    + fp32 logits 4 x s x b x V / (t c) + misc
 
 LoRA and QLoRA (``method``): the base weights are frozen (16-bit, or
 ``qlora_weight_bytes_per_param`` for QLoRA's 4-bit body) with no gradients
@@ -24,16 +29,21 @@ and Adam state (train_param_grad_bytes + train_optimizer_bytes each)::
     ZeRO-1:  base bytes x Psi + (pg + opt) x A / (t p)
     ZeRO-3:  base bytes x Psi / d + gathered layers + (pg + opt) x A / (t p d)
 
-Time::
+Time, per token through all L layers of one tensor x context group::
 
     FLOPs per token = 6 x active params + 6 x L x s x (attention pair FLOPs / 4)   (causal attention)
                       (LoRA: 4 x active params, no weight gradients of the base; + 6 x A)
-    tokens/s = n x peak_bf16 x MFU(generation) x scaling(n) x [fp8 speed-up] x [FSDP factor]
-               / [recompute factor] / (1 + exposed TP all-reduce share) / pipeline bubble / FLOPs per token
+    speed      = peak_bf16 x MFU(generation) x [fp8 speed-up] x [QLoRA factor] x [FSDP factor]  (per GPU)
+    compute    = FLOPs per token x [recompute factor] / speed / (t c)
+    TP         = (1 - train_tp_comm_overlap) x L x (4 | 6 with full recompute) x 2 (2h bytes) (t-1)/t
+                 / (link x train_comm_bw_fraction) / c          (overlap only on a Megatron/NeMo stack)
+    CP         = L / s x max(0, 3 (c-1) (s/c) x K/V bytes per token and layer / t / (link x fraction)
+                                  - one layer's attention of a sequence (fwd + bwd) / (t c) / speed)
+    tokens/s   = d p x scaling(n) / ((compute + TP + CP) x u) / bubble, less exposed DP traffic
     scaling(n) = 1 / (1 + loss per doubling x log2(n / base GPUs))      (1 up to one node)
-    bubble     = (m + p - 1) / m,  m = global batch sequences / (micro-batch x d)
-    DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes per step over the network (NVLink
-                 inside one node, else the fabric's Gbit/s per GPU / 8), hidden behind
+    bubble     = (m + (p - 1)/v) / m,  m = global batch sequences / (micro-batch x d)
+    DP traffic = (2 for ZeRO-1, 3 for ZeRO-3) x Psi x 2 bytes x (d c - 1)/(d c) per step over the network
+                 (NVLink inside one node, else the fabric's Gbit/s per GPU / 8), hidden behind
                  train_dp_comm_overlap x compute, the rest exposed
     hours      = tokens / tokens per second / 3600
 """
@@ -143,6 +153,22 @@ def _framework_allows(framework: str, t: int, p: int, d: int, zero: int) -> bool
     return True
 
 
+def _pipeline_degrees(layers: int, most: int) -> list[int]:
+    """Pipeline degrees tried: powers of two and every divisor of the layer count (stages of equal
+    layers, e.g. Megatron's PP 35 for 105 layers), up to ``most`` and the layer count."""
+    top = min(most, layers)
+    return sorted(set(_pow2_upto(top)) | {q for q in range(1, top + 1) if layers % q == 0})
+
+
+def _virtual_stages(layers: int, p: int, max_v: int) -> list[int]:
+    """Model chunks per pipeline stage of an interleaved schedule: 1 (plain 1F1B) and every v from 2 to
+    ``max_v`` that leaves each chunk at least one layer. Layers that do not split evenly over p x v
+    chunks make the fullest stage the slowest (:func:`layouts`)."""
+    if p == 1:
+        return [1]
+    return list(range(1, min(layers // p, max_v) + 1))
+
+
 def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Efficiency,
             network: Network | None = None, method: str = "full", lora_rank: int = 16,
             framework: str = "any") -> dict:
@@ -150,8 +176,10 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
 
     ``network`` says how the GPUs are joined (default: :func:`default_network`);
     ``framework`` limits the layouts to those it runs (:func:`_framework_allows`).
-    Returns a dict of equal-length arrays: ``t, p, d, zero, recompute``,
-    ``vram_bytes`` (per GPU), ``fits``, ``tokens_per_s`` (cluster).
+    Returns a dict of equal-length arrays: ``t, c, p, v, d, zero, recompute``
+    (tensor, context, pipeline degree, model chunks per pipeline stage,
+    data-parallel degree), ``vram_bytes`` (per GPU), ``fits``,
+    ``tokens_per_s`` (cluster).
     """
     network = network or default_network(gpus, eff)
     st = arch_stats(arch)
@@ -160,24 +188,34 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
     b = eff["train_micro_batch_seqs"]
     grid = []
     for t in _pow2_upto(min(gpus, int(eff["train_max_tp"]), arch.heads, network.gpus_per_node)):
-        for p in _pow2_upto(min(gpus // t, L)):
-            d = gpus // (t * p)
-            for zero in ((1, 3) if d > 1 else (1,)):
-                if not _framework_allows(framework, t, p, d, zero):
-                    continue
-                for rec in (0, 1, 2):  # none, full, selective
-                    grid.append((t, p, d, zero, rec))
-    t, p, d, zero, rec = (np.array(c, dtype=float) for c in zip(*grid))
+        # context parallelism: each of c GPUs holds s/c tokens of every sequence (in 2c chunks for the
+        # causal load balance, so s must split into 2c equal chunks)
+        for c in _pow2_upto(min(gpus // t, int(eff["train_max_cp"]))):
+            if c > 1 and (s % (2 * c) or framework == "fsdp"):
+                continue
+            for p in _pipeline_degrees(L, gpus // (t * c)):
+                d = gpus // (t * c * p)
+                for v in _virtual_stages(L, p, int(eff["train_max_virtual_stages"])):
+                    for zero in ((1, 3) if d * c > 1 else (1,)):
+                        if not _framework_allows(framework, t, p, d, zero) or (c > 1 and zero == 3):
+                            continue
+                        for rec in (0, 1, 2):  # none, full, selective
+                            grid.append((t, c, p, v, d, zero, rec))
+    t, c, p, v, d, zero, rec = (np.array(col, dtype=float) for col in zip(*grid))
 
     # -- memory per GPU -------------------------------------------------------
     pg, opt = eff["train_param_grad_bytes"], eff["train_optimizer_bytes"]
     act_b = 2.0
     if precision == "fp32":  # fp32 weights+grads, Adam m+v without a separate master copy
         pg, opt, act_b = 2 * pg, max(opt - 4.0, 0.0), 4.0
-    psi = st.params_total / (t * p)
+    # uneven stages: when the layers do not split evenly over p x v chunks, a stage holds v chunks of
+    # ceil(L/(p v)) layers at most; the fullest stage holds `uneven` x the average and sets the pace
+    uneven = np.ceil(L / (p * v)) * p * v / L
+    psi = st.params_total * uneven / (t * p)
+    dc = d * c          # the distributed optimizer shards over data- and context-parallel ranks alike
     if method == "full":
         live = 2.0 * (st.params_total / L) / t * (pg / 2.0)       # ZeRO-3: gathered layers in flight
-        states = np.where(zero == 3, (pg + opt) * psi / d + live, pg * psi + opt * psi / d)
+        states = np.where(zero == 3, (pg + opt) * psi / d + live, pg * psi + opt * psi / dc)
     else:  # frozen base (no gradients, no optimizer state) + trained adapters
         emb = st.params_embedding
         body_b = eff["qlora_weight_bytes_per_param"] if method == "qlora" else act_b
@@ -185,55 +223,76 @@ def layouts(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, eff: Effic
         live = 2.0 * (st.params_total / L) / t * base_b
         adapters = (pg + opt) * lora_params(arch, lora_rank) / (t * p)
         states = np.where(zero == 3, base_b * psi / d + live + adapters / d, base_b * psi + adapters)
-    sbh = s * b * h * act_b / 2.0
-    acts_full = eff["train_act_bytes_per_sbh"] * sbh * L / t
-    acts_rec = 2.0 * sbh * L / t + eff["train_act_bytes_per_sbh"] * sbh / t
-    acts_sel = eff["train_act_bytes_per_sbh_selective"] * sbh * L / t
-    acts = np.select([rec == 1, rec == 2], [acts_rec, acts_sel], acts_full) + 4.0 * s * b * V / t
+    sbh = s * b * h * act_b / 2.0 / c    # context parallelism: s/c tokens of each sequence per GPU
+    # 1F1B keeps L layers' worth of micro-batches on the first stage; the interleaved schedule
+    # L x (1 + (p - 1)/(p v)) (Korthikanti et al. 2022, interleaved pipelining)
+    held = np.where(v > 1, 1.0 + (p - 1.0) / (p * v), 1.0) * uneven
+    acts_full = eff["train_act_bytes_per_sbh"] * sbh * L * held / t
+    acts_rec = 2.0 * sbh * L * held / t + eff["train_act_bytes_per_sbh"] * sbh / t
+    acts_sel = eff["train_act_bytes_per_sbh_selective"] * sbh * L * held / t
+    acts = np.select([rec == 1, rec == 2], [acts_rec, acts_sel], acts_full) + 4.0 * s * b * V / (t * c)
     vram = states + acts + eff["train_misc_memory_gib"] * GIB
     fits = vram <= gpu.vram_bytes * eff["train_vram_usable_fraction"]
 
     # -- throughput -----------------------------------------------------------
+    # Times per token, all L layers. Compute: one GPU's time at MFU x the stack's speed-ups; a tensor x
+    # context group of t c GPUs shares it.
     f_tok = flops_per_token(arch, s, method, lora_rank)
     # MFU is defined on the 16-bit peak; fp8 runs at train_fp8_speedup x the bf16 speed.
     peak = gpu.peak_tflops("bf16" if precision == "fp8" else precision) * 1e12
-    rate = gpus * peak * training_mfu(gpu, eff) * scaling_efficiency(gpus, eff)
+    speed = peak * training_mfu(gpu, eff) * np.ones_like(t)             # FLOP/s per GPU
+    # Transformer Engine fp8 (and TP communication overlap) come with Megatron/NeMo, not with FSDP
+    # (llm-foundry): a ZeRO-3 layout runs on an FSDP stack, any other on Megatron's
+    fsdp_stack = (framework == "fsdp") | ((framework == "any") & (zero == 3) & (d > 1))
     if precision == "fp8":
-        # Transformer Engine fp8 gains more under Megatron/NeMo than under FSDP (llm-foundry): a
-        # ZeRO-3 layout runs on an FSDP stack, any other on Megatron's
-        fsdp_stack = (framework == "fsdp") | ((framework == "any") & (zero == 3) & (d > 1))
-        rate *= np.where(fsdp_stack, eff["train_fp8_speedup_fsdp"], eff["train_fp8_speedup"])
+        speed = speed * np.where(fsdp_stack, eff["train_fp8_speedup_fsdp"], eff["train_fp8_speedup"])
     if method == "qlora":
-        rate *= eff["train_qlora_speed_factor"]
-    rate = rate * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
-    rate = rate / np.select([rec == 1, rec == 2],
-                            [eff["train_recompute_factor"], eff["train_selective_recompute_factor"]], 1.0)
-    # TP all-reduces (2 forward + 2 backward per layer, 2 more with recompute) are not overlapped:
-    # their time relative to the per-token compute time of the TP group.
+        speed = speed * eff["train_qlora_speed_factor"]
+    speed = speed * np.where((zero == 3) & (d > 1), eff["train_fsdp_efficiency"], 1.0)
+    recompute = np.select([rec == 1, rec == 2],
+                          [eff["train_recompute_factor"], eff["train_selective_recompute_factor"]], 1.0)
+    compute_tok = f_tok * recompute / speed / (t * c)
+    # TP collectives (sequence parallel: an all-gather and a reduce-scatter, together one all-reduce's
+    # bytes, 2 forward + 2 backward per layer, 2 more with full recompute) of the s/c tokens a TP group
+    # holds; under Megatron/NeMo train_tp_comm_overlap of their time hides behind the GEMMs.
+    bw = eff["train_comm_bw_fraction"]
     ar_bytes = 2.0 * (2.0 * h * act_b / 2.0) * (t - 1) / t
     n_ar = 4.0 + 2.0 * (rec == 1)
-    comm_s = L * n_ar * ar_bytes / (gpu.link_bytes_s * eff["train_comm_bw_fraction"])
-    compute_s = f_tok / (t * peak * training_mfu(gpu, eff))
-    tp_overhead = comm_s / compute_s
+    tp_hidden = np.where(fsdp_stack, 0.0, eff["train_tp_comm_overlap"])
+    tp_tok = (1.0 - tp_hidden) * L * n_ar * ar_bytes / (gpu.link_bytes_s * bw) / c
+    # Context parallelism (ring attention): per layer and sequence every GPU receives the other c - 1
+    # ranks' K and V chunks (s/c tokens x K/V elements / t, forward) and K, V and their gradients
+    # (backward): 3 (c - 1) chunks, overlapped with that layer's attention compute; what the attention
+    # cannot hide is exposed. Inside one node over the GPU's link, across nodes over the fabric.
+    kv_layer = st.kv_elems_per_token / L * act_b / t                   # K+V bytes per token and layer
+    cp_bytes = 3.0 * (c - 1.0) * (s / c) * kv_layer
+    cp_link = np.array([network.link_bytes_s(gpu, int(tt * cc)) for tt, cc in zip(t, c)])
+    attn_s = 1.5 * s * s * st.attn_pair_flops_prefill / speed / (t * c)   # fwd + bwd, one layer
+    cp_tok = L * np.maximum(0.0, cp_bytes / (cp_link * bw) - attn_s) / s
+    token_s = (compute_tok + tp_tok + cp_tok) * uneven   # one tensor x context group, all layers
+    # d = gpus // (t c p): GPUs left over when the degrees do not divide the cluster stay idle
+    rate = d * p * scaling_efficiency(gpus, eff) / token_s    # no bubble, no DP traffic
     # Global batch: the configured tokens, or one micro-batch per data-parallel rank if more.
     batch_tokens = np.maximum(eff["train_global_batch_tokens"], d * s * b)
     m = batch_tokens / (s * b * d)                        # micro-batches per pipeline per step
-    bubble = (m + p - 1.0) / m
-    compute_step = batch_tokens / (rate / f_tok / (1.0 + tp_overhead) / bubble)
-    # Data-parallel traffic per step and GPU (ring): gradient all-reduce (ZeRO-1) = 2 x shard,
-    # ZeRO-3 = 3 x shard (two parameter all-gathers + gradient reduce-scatter); hidden behind
-    # a share of the step's compute, the rest exposed.
+    bubble = (m + (p - 1.0) / v) / m                      # interleaved: v chunks per stage
+    compute_step = batch_tokens * bubble / rate
+    # Data-parallel traffic per step and GPU (ring over the d c ranks holding the same weights):
+    # gradient all-reduce (ZeRO-1) = 2 x shard, ZeRO-3 = 3 x shard (two parameter all-gathers +
+    # gradient reduce-scatter); hidden behind a share of the step's compute, the rest exposed.
     grad_b = 4.0 if precision == "fp32" else 2.0
     if method == "full":
-        volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (d - 1) / d
+        volume = np.where(zero == 3, 3.0, 2.0) * psi * grad_b * (dc - 1) / dc
     else:  # only the adapters' gradients are reduced; ZeRO-3 still gathers the frozen base twice
         ad = lora_params(arch, lora_rank) / (t * p)
-        volume = (2.0 * ad * grad_b + np.where(zero == 3, 2.0 * psi * base_b, 0.0)) * (d - 1) / d
-    dp_comm = volume / (network.link_bytes_s(gpu, gpus) * eff["train_comm_bw_fraction"])
+        volume = (2.0 * ad * grad_b + np.where(zero == 3, 2.0 * psi * base_b, 0.0)) * (dc - 1) / dc
+    dp_comm = volume / (network.link_bytes_s(gpu, gpus) * bw)
     exposed = np.maximum(0.0, dp_comm - eff["train_dp_comm_overlap"] * compute_step)
     tokens_per_s = batch_tokens / (compute_step + exposed)
-    return {"t": t.astype(int), "p": p.astype(int), "d": d.astype(int), "zero": zero.astype(int),
-            "recompute": np.array(["none", "full", "selective"])[rec.astype(int)], "vram_bytes": vram, "fits": fits, "tokens_per_s": tokens_per_s}
+    return {"t": t.astype(int), "c": c.astype(int), "p": p.astype(int), "v": v.astype(int),
+            "d": d.astype(int), "zero": zero.astype(int),
+            "recompute": np.array(["none", "full", "selective"])[rec.astype(int)], "vram_bytes": vram,
+            "fits": fits, "tokens_per_s": tokens_per_s}
 
 
 def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, tokens: float,
@@ -281,7 +340,10 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
         "mfu": flops_per_token(arch, eff["train_sequence_tokens"], method, lora_rank) * tps / (gpus * peak),
         "gpu_hours": gpus * tokens / tps / 3600.0,
         "layout": _layout_text(lay, i),
-        "tp": int(lay["t"][i]), "pp": int(lay["p"][i]), "dp": int(lay["d"][i]),
+        "tp": int(lay["t"][i]), "cp": int(lay["c"][i]), "pp": int(lay["p"][i]), "vp": int(lay["v"][i]),
+        "dp": int(lay["d"][i]),
+        # the degrees need not divide the cluster: GPUs beyond tp x cp x pp x dp idle (still paid for)
+        "gpus_used": int(lay["t"][i] * lay["c"][i] * lay["p"][i] * lay["d"][i]),
         "zero": int(lay["zero"][i]), "recompute": str(lay["recompute"][i]),
     })
     return out
@@ -289,5 +351,7 @@ def estimate_training(arch: ModelArch, gpu: GpuSpec, gpus: int, precision: str, 
 
 def _layout_text(lay: dict, i: int) -> str:
     rec = lay["recompute"][i]
-    return (f"tp{lay['t'][i]} pp{lay['p'][i]} dp{lay['d'][i]} zero{lay['zero'][i]}"
+    vp = f" vp{lay['v'][i]}" if lay["v"][i] > 1 else ""
+    cp = f" cp{lay['c'][i]}" if lay["c"][i] > 1 else ""
+    return (f"tp{lay['t'][i]}{cp} pp{lay['p'][i]}{vp} dp{lay['d'][i]} zero{lay['zero'][i]}"
             + ("" if rec == "none" else f" recompute={rec}"))
