@@ -262,3 +262,28 @@ def test_weight_only_4bit_step_by_hand(ref):
             float(replica(arch, gpu, 1, prec, one).decode_step_s(256, 1000))
     batches = np.arange(1, 300)
     assert np.all(r2.decode_step_s(batches, 1000) >= r1.decode_step_s(batches, 1000))
+
+
+def test_a_sequence_is_not_slowed_by_its_own_prefill(ref):
+    # Benchmarks time TPOT (inter-token latency) over the tokens after the first: a request's own
+    # prefill is its TTFT. Over the OSL steps of a batch of C, the C prompts that replace its
+    # sequences are prefilled; the replica's rate carries all C of them, a running sequence's tokens
+    # wait for the other C - 1. Composed by hand from the step and the prefill work:
+    #   TPOT(C) = step(C) + (C - 1) x work / OSL,   rps(C) = C / (OSL x step(C) + C x work).
+    models, gpus, eff = ref
+    rep = replica(models["llama-3.1-70b"], gpus["H100-SXM"], 2, "fp8", eff)
+    isl, osl = 5000, 500
+    m = rep.serve(isl, osl, batches=[1, 2, 25, 50])
+    work = float(rep.prefill_work_s(isl))
+    for i, c in enumerate((1, 2, 25, 50)):
+        step = float(rep.decode_step_s(c, isl + osl / 2))
+        assert m["tpot_ms"][i] == pytest.approx(1e3 * (step + (c - 1) * work / osl), rel=1e-12)
+        assert m["rps"][i] == pytest.approx(c / (osl * step + c * work), rel=1e-12)
+    # one request alone decodes at the bare step; its prefill is in its TTFT, not in its TPOT
+    assert m["tpot_ms"][0] == pytest.approx(1e3 * float(rep.decode_step_s(1, isl + osl / 2)), rel=1e-12)
+    assert m["ttft_ms"][0] == pytest.approx(1e3 * float(rep.prefill_s(isl)), rel=1e-12)
+    # Little's law holds to within the half step an arriving prompt waits: C in flight each spend
+    # TTFT + (OSL - 1) x TPOT in the replica, C / rps = OSL x step + C x work
+    c, i = 25, 2
+    life = m["ttft_ms"][i] / 1e3 + (osl - 1) * m["tpot_ms"][i] / 1e3
+    assert life == pytest.approx(c / m["rps"][i], rel=0.01)

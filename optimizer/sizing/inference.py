@@ -22,15 +22,16 @@ tokens (continuous batching; average context ISL + OSL/2)::
     t_step(C) = max(weight bytes read / (tp x BW x e_bw), C x 2 x active params / (tp x peak x e_dec))
                 + C x max(context x KV bytes per token per GPU / (BW x e_kv), attention FLOPs / (tp x peak x e_dec))
                 + 2 x layers x all-reduce(C x hidden) + t_sched
-    TPOT(C)   = t_step(C) + (C / OSL) x prefill work of one prompt   (prompts mixed into steps)
+    rps(C)    = C / (OSL x t_step(C) + C x prefill work of one prompt)   (prompts mixed into steps)
+    TPOT(C)   = t_step(C) + ((C - 1) / OSL) x prefill work of one prompt
+                (the tokens after a request's first wait for the other C - 1 prompts; its own is its TTFT)
+    TTFT(C)   = prefill(ISL) + (ceil(ISL / chunk) + 1/2) x t_step(C - 1)
+    prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
+                   + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
 
 Weight-only 4-bit serving (int4, W4A16; e.g. MXFP4 experts on Hopper): weights are read at 4-bit
 bytes and multiplied at the 16-bit peak after dequantisation, the body's matmul FLOPs divided by
 w4a16_dequant_efficiency (attention and the 16-bit LM head are not dequantised).
-    rps(C)    = C / (OSL x TPOT(C))
-    TTFT(C)   = prefill(ISL) + (ceil(ISL / chunk) + 1/2) x t_step(C - 1)
-    prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
-                   + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
 """
 
 from __future__ import annotations
@@ -268,8 +269,12 @@ class Replica:
             c = np.asarray(batches, dtype=float)
             step = self.decode_step_s(c, isl + osl / 2.0)
             step_prev = self.decode_step_s(c - 1, isl + osl / 2.0)
-        tpot = step + c * (float(self.prefill_work_s(isl)) / osl)
-        rps = c / (osl * tpot)
+        work = float(self.prefill_work_s(isl))
+        # OSL steps of the batch carry the prefills of the C prompts that replace its sequences: the
+        # replica's rate counts all C; a sequence's own prefill is its TTFT, so the output tokens after
+        # its first are slowed by the other C - 1 only
+        rps = c / (osl * step + c * work)
+        tpot = step + (c - 1.0) * (work / osl)
         chunks = math.ceil(isl / self.chunk_tokens)
         ttft = float(self.prefill_s(isl)) + (chunks + 0.5) * step_prev
         return {
