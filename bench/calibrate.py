@@ -80,7 +80,7 @@ FRAMEWORKS_AS_ANY = False
 #: dtype ("kv_cache_config: dtype: fp8  # Hopper: use auto"): the weight-only int4 (W4A16) path.
 MXFP4_CHECKPOINTS = ("gpt-oss-20b", "gpt-oss-120b")
 
-PRECISIONS = {"INT4": "int4", "FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
+PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
               "NVFP4": "fp4"}
 
 
