@@ -75,6 +75,14 @@ FRAMEWORKS_AS_ANY = False
 #: overlap, context parallelism, interleaving under DeepSpeed) instead of what those runs had
 SOFTWARE_OF_THE_RUN = True
 
+#: models the TensorRT-LLM overview ran from their makers' own 4-bit checkpoints whatever its column says:
+#: gpt-oss ships MXFP4 experts (every other weight bf16) and is in neither of the overview's ModelOpt
+#: lists (FP4 Models, FP8 Models). Blackwell multiplies them natively (fp4 here); Hopper dequantises
+#: them to bf16 in the Triton MoE kernels ("Hopper | bf16 | mxfp4 | TRITON | simulated mxfp4, HGMMA",
+#: NVIDIA/TensorRT-LLM examples/models/core/gpt_oss/README.md) and keeps the KV cache in the checkpoint's
+#: dtype ("kv_cache_config: dtype: fp8  # Hopper: use auto"): the weight-only int4 (W4A16) path.
+MXFP4_CHECKPOINTS = ("gpt-oss-20b", "gpt-oss-120b")
+
 PRECISIONS = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16", "FP16/mixed": "fp16", "INT8": "int8", "FP4": "fp4",
               "NVFP4": "fp4"}
 
@@ -100,6 +108,8 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
     arch = A.resolve_model(_model_name(row.model), models)
     gpu = resolve_gpu(GPU_NAMES.get(row.gpu, row.gpu), gpus)
     prec = PRECISIONS[row.precision]
+    if arch.name in MXFP4_CHECKPOINTS and row.kind == "infer":
+        prec = "fp4" if gpu.supports("fp4") else "int4"
     cond = str(row.conditions)
     n = int(row.gpu_count)
     if row.kind in ("infer", "memory"):

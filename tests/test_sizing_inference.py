@@ -230,3 +230,60 @@ def test_an_mi300x_is_rated_as_mlperf_measured_it_against_an_h200(ref):
         (0.5 * eff["decode_mfu"], 0.5 * eff["prefill_mfu_8bit"], 0.5 * eff["decode_bw_fraction"],
          0.5 * eff["kv_bw_fraction"]))
     assert nv.e_dec == eff["decode_mfu"]
+
+
+def test_weight_only_4bit_step_by_hand(ref):
+    # Llama-3.1-8B in int4 (W4A16) on one H100 SXM, 256 sequences at a mean context of 1,000 tokens.
+    # Body: 8,030,261,248 - 2 x 128,256 x 4,096 = 6,979,588,096 weights at 0.53 bytes; input and output
+    # embeddings 2 x 525,336,576 at 2 bytes. A step reads the body and the LM head (not the input table):
+    # 6,979,588,096 x 0.53 + 1,050,673,152 = 4,749,854,843 B, 2.18 ms at 0.65 x 3.35 TB/s. Its matmuls
+    # multiply at the 16-bit peak (989 TFLOP/s x 0.45): 256 x (2 x 6,979,588,096 / d + 2 x 525,336,576)
+    # FLOP, 8.63 ms at d = 1 -- compute-bound, so the dequantisation share d stretches only the body's
+    # FLOPs: step(d = 0.5) - step(d = 1) = 256 x 13,959,176,192 x (2 - 1) / (989e12 x 0.45).
+    models, gpus, eff = ref
+    arch, h100 = models["llama-3.1-8b"], gpus["H100-SXM"]
+    one, half = eff.with_overrides({"w4a16_dequant_efficiency": 1.0}), eff.with_overrides(
+        {"w4a16_dequant_efficiency": 0.5})
+    r1, r2 = replica(arch, h100, 1, "int4", one), replica(arch, h100, 1, "int4", half)
+    assert r1.weights_gpu == pytest.approx(6_979_588_096 * 0.53 + 1_050_673_152 * 2, rel=1e-12)
+    assert r1.kv_tok_gpu == 2 * 32 * 8 * 128 * 2          # 16-bit KV cache: W4A16 keeps 16-bit activations
+    read = 6_979_588_096 * 0.53 + 1_050_673_152
+    mm1 = 256 * (2 * 6_979_588_096 + 2 * 525_336_576) / (989e12 * 0.45)
+    assert mm1 > read / (3.35e12 * 0.65)                   # compute-bound at d = 1 already
+    step1, step2 = (float(r.decode_step_s(256, 1000)) for r in (r1, r2))
+    assert step2 - step1 == pytest.approx(256 * 13_959_176_192 * (2 - 1) / (989e12 * 0.45), rel=1e-9)
+    # an 8,000-token prefill is compute-bound too: it grows by the body's FLOPs at the prefill share,
+    # attention (16-bit activations, no weights) and the LM head unchanged
+    pre1, pre2 = (float(r.prefill_s(8000)) for r in (r1, r2))
+    assert pre2 - pre1 == pytest.approx(8000 * 13_959_176_192 * (2 - 1) / (989e12 * 0.7), rel=1e-9)
+    # W8A8, W4A4 and 16-bit serving are untouched by it; a smaller share is never faster
+    for prec, gpu in (("fp8", h100), ("bf16", h100), ("fp4", gpus["B200"])):
+        assert float(replica(arch, gpu, 1, prec, half).decode_step_s(256, 1000)) == \
+            float(replica(arch, gpu, 1, prec, one).decode_step_s(256, 1000))
+    batches = np.arange(1, 300)
+    assert np.all(r2.decode_step_s(batches, 1000) >= r1.decode_step_s(batches, 1000))
+
+
+def test_a_sequence_is_not_slowed_by_its_own_prefill(ref):
+    # Benchmarks time TPOT (inter-token latency) over the tokens after the first: a request's own
+    # prefill is its TTFT. Over the OSL steps of a batch of C, the C prompts that replace its
+    # sequences are prefilled; the replica's rate carries all C of them, a running sequence's tokens
+    # wait for the other C - 1. Composed by hand from the step and the prefill work:
+    #   TPOT(C) = step(C) + (C - 1) x work / OSL,   rps(C) = C / (OSL x step(C) + C x work).
+    models, gpus, eff = ref
+    rep = replica(models["llama-3.1-70b"], gpus["H100-SXM"], 2, "fp8", eff)
+    isl, osl = 5000, 500
+    m = rep.serve(isl, osl, batches=[1, 2, 25, 50])
+    work = float(rep.prefill_work_s(isl))
+    for i, c in enumerate((1, 2, 25, 50)):
+        step = float(rep.decode_step_s(c, isl + osl / 2))
+        assert m["tpot_ms"][i] == pytest.approx(1e3 * (step + (c - 1) * work / osl), rel=1e-12)
+        assert m["rps"][i] == pytest.approx(c / (osl * step + c * work), rel=1e-12)
+    # one request alone decodes at the bare step; its prefill is in its TTFT, not in its TPOT
+    assert m["tpot_ms"][0] == pytest.approx(1e3 * float(rep.decode_step_s(1, isl + osl / 2)), rel=1e-12)
+    assert m["ttft_ms"][0] == pytest.approx(1e3 * float(rep.prefill_s(isl)), rel=1e-12)
+    # Little's law holds to within the half step an arriving prompt waits: C in flight each spend
+    # TTFT + (OSL - 1) x TPOT in the replica, C / rps = OSL x step + C x work
+    c, i = 25, 2
+    life = m["ttft_ms"][i] / 1e3 + (osl - 1) * m["tpot_ms"][i] / 1e3
+    assert life == pytest.approx(c / m["rps"][i], rel=0.01)

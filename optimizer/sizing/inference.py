@@ -22,11 +22,16 @@ tokens (continuous batching; average context ISL + OSL/2)::
     t_step(C) = max(weight bytes read / (tp x BW x e_bw), C x 2 x active params / (tp x peak x e_dec))
                 + C x max(context x KV bytes per token per GPU / (BW x e_kv), attention FLOPs / (tp x peak x e_dec))
                 + 2 x layers x all-reduce(C x hidden) + t_sched
-    TPOT(C)   = t_step(C) + (C / OSL) x prefill work of one prompt   (prompts mixed into steps)
-    rps(C)    = C / (OSL x TPOT(C))
+    rps(C)    = C / (OSL x t_step(C) + C x prefill work of one prompt)   (prompts mixed into steps)
+    TPOT(C)   = t_step(C) + ((C - 1) / OSL) x prefill work of one prompt
+                (the tokens after a request's first wait for the other C - 1 prompts; its own is its TTFT)
     TTFT(C)   = prefill(ISL) + (ceil(ISL / chunk) + 1/2) x t_step(C - 1)
     prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
                    + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
+
+Weight-only 4-bit serving (int4, W4A16; e.g. MXFP4 experts on Hopper): weights are read at 4-bit
+bytes and multiplied at the 16-bit peak after dequantisation, the body's matmul FLOPs divided by
+w4a16_dequant_efficiency (attention and the 16-bit LM head are not dequantised).
 """
 
 from __future__ import annotations
@@ -100,6 +105,13 @@ def decode_mfu(precision: str, eff: Efficiency) -> float:
     return eff["decode_mfu"]
 
 
+def weight_only_compute_share(precision: str, eff: Efficiency) -> float:
+    """Share of the activation precision's matmul speed left when the weights must be dequantised first."""
+    if SERVING_FORMATS[precision][0] == "int4":
+        return eff["w4a16_dequant_efficiency"]
+    return 1.0
+
+
 @dataclass(frozen=True)
 class Replica:
     """Per-replica constants of one (model, GPU type, TP degree, precision).
@@ -130,6 +142,7 @@ class Replica:
     e_kv: float = 0.0            # achieved bandwidth share, KV cache
     e_dec: float = 0.0           # achieved compute share, decode
     e_pf: float = 0.0            # achieved compute share, prefill
+    dequant: float = 1.0         # share of matmul speed left when 4-bit weights are dequantised first (W4A16)
     sched_s: float = 0.0         # fixed time per decode step
     prefill_fixed_s: float = 0.0 # fixed time per prefill (context) launch
     ar_latency_s: float = 0.0    # fixed time per all-reduce
@@ -185,7 +198,7 @@ class Replica:
         """
         tokens = np.asarray(tokens, float)
         denom = self.tp * self.peak * self.e_pf
-        lin = (self.lin_flops_tok * tokens + self.head_flops_tok * seqs) / denom
+        lin = (self.lin_flops_tok * tokens / self.dequant + self.head_flops_tok * seqs) / denom
         # MoE routing runs in its own kernels: it adds to the step like attention does
         attn = self.arch.layers * self.pair_prefill * tokens * seq_len / 2.0 / denom + self.route_s * tokens
         return lin, attn
@@ -232,7 +245,7 @@ class Replica:
             else self.read_fixed
         compute = self.tp * self.peak * self.e_dec
         t_mm = np.maximum(read / (self.tp * self.bw * self.e_bw),
-                          b * ((self.lin_flops_tok + self.head_flops_tok) / compute))
+                          b * ((self.lin_flops_tok / self.dequant + self.head_flops_tok) / compute))
         t_attn = b * np.maximum(context * self.kv_tok_gpu / (self.bw * self.e_kv),
                                 context * self.arch.layers * self.pair_decode / compute)
         step = t_mm + t_attn + self.sched_s + self.route_s * b
@@ -256,8 +269,12 @@ class Replica:
             c = np.asarray(batches, dtype=float)
             step = self.decode_step_s(c, isl + osl / 2.0)
             step_prev = self.decode_step_s(c - 1, isl + osl / 2.0)
-        tpot = step + c * (float(self.prefill_work_s(isl)) / osl)
-        rps = c / (osl * tpot)
+        work = float(self.prefill_work_s(isl))
+        # OSL steps of the batch carry the prefills of the C prompts that replace its sequences: the
+        # replica's rate counts all C; a sequence's own prefill is its TTFT, so the output tokens after
+        # its first are slowed by the other C - 1 only
+        rps = c / (osl * step + c * work)
+        tpot = step + (c - 1.0) * (work / osl)
         chunks = math.ceil(isl / self.chunk_tokens)
         ttft = float(self.prefill_s(isl)) + (chunks + 0.5) * step_prev
         return {
@@ -311,6 +328,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     # Per-token matmul FLOPs: 2 x active params that multiply (not the input embedding lookup).
     lin = 2.0 * (st.params_active - st.params_embedding)
     vendor = serving_efficiency(gpu, eff)
+    dequant = weight_only_compute_share(precision, eff)
     return Replica(
         arch=arch, gpu=gpu, tp=tp, precision=precision, eff=eff,
         weights_gpu=weights / tp, kv_tok_gpu=kv_tok, workspace_gpu=workspace, overhead_gpu=overhead,
@@ -321,7 +339,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         act_bytes=act_bytes,
         e_bw=eff["decode_bw_fraction"] * vendor, e_kv=eff["kv_bw_fraction"] * vendor,
         e_dec=decode_mfu(precision, eff) * vendor,
-        e_pf=prefill_mfu(precision, eff) * vendor, sched_s=eff["sched_overhead_ms"] * 1e-3,
+        e_pf=prefill_mfu(precision, eff) * vendor, dequant=dequant, sched_s=eff["sched_overhead_ms"] * 1e-3,
         prefill_fixed_s=eff["prefill_overhead_ms"] * 1e-3,
         ar_latency_s=eff["allreduce_latency_us"] * 1e-6, ar_bw=gpu.link_bytes_s * eff["comm_bw_fraction"],
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,

@@ -3,7 +3,8 @@
 :meth:`Replica.serve` gives, for every batch size ``c`` (sequences running
 together, 1..C_max), the steady-state ``ttft_ms(c)`` of a request admitted
 into a batch of ``c``, the ``tpot_ms(c)`` every running sequence sees, and
-the completion rate ``rps(c) = c / (OSL x TPOT(c))``. This module turns that
+the completion rate ``rps(c)`` (about ``c / (OSL x TPOT(c))``; TPOT leaves out a
+request's own prefill, the rate counts it). This module turns that
 curve into latencies at a given load.
 
 Open loop (``rps``, Poisson arrivals at rate lambda)
