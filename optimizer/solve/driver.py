@@ -42,6 +42,7 @@ from . import decompose
 from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
 from .feasibility import objective, violations
 from .neighbourhood import training_support
+from .period_polish import polish_periods
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, bound_error, relative_gap
 
@@ -60,6 +61,9 @@ EXTRA_CANDIDATES = 1
 #: a request class limited to one configuration is split into one stable solve per candidate
 #: configuration (:func:`_split_on_configuration`) when it has at most this many candidates
 MAX_SPLIT = 16
+#: under a time limit, the share of the time left after the fix-and-optimize rounds that the period rounds
+#: (:mod:`optimizer.solve.period_polish`) may use before the whole stable model gets the rest
+PERIOD_SHARE = 0.5
 #: under a time limit, the stages of :func:`solve_stable` run only when the LP relaxation took at most this
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
@@ -114,7 +118,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         pending = decompose.start(model, duals, executor, time_limit=left, gap=gap)
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
-        result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds)
+        result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
+                              executor=executor)
     else:
         result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
     result.relaxation_bound = lp_bound
@@ -156,7 +161,7 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 
 
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
-                 guide: np.ndarray | None = None, lp_seconds: float = 0.0) -> SolveResult:
+                 guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -191,7 +196,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     a = mip.arrays()
     if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
-                                     source="the LP relaxation", lp_x=guide)
+                                     source="the LP relaxation", lp_x=guide, executor=executor)
     cu = mip.variables["config-used"]
     ids = cu.ids
     limit_rows = mip.constraints["stability-configurations"]
@@ -213,7 +218,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         x = first.x if first.status.has_plan else guide
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
-                                     else "the LP relaxation", lp_x=guide)
+                                     else "the LP relaxation", lp_x=guide, executor=executor)
     bound = first.bound
 
     split = _split_on_configuration(model, a, first, solver,
@@ -406,14 +411,16 @@ def _split_on_configuration(model: Model, a, first: SolveResult, solver: str, ti
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
-                          lp_x: np.ndarray | None = None) -> SolveResult:
+                          lp_x: np.ndarray | None = None, executor=None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, polish, search.
 
     1. The stable model with each request class fixed to the N
        configurations ``x`` uses most (a restriction), solved until the back
        end's first plan (HiGHS; the other back ends solve it on).
     2. That plan improved by fix-and-optimize rounds
-       (:mod:`optimizer.solve.polish`) until a cycle of rounds gains nothing.
+       (:mod:`optimizer.solve.polish`) until a cycle of rounds gains nothing,
+       then period by period (:mod:`optimizer.solve.period_polish`, on
+       ``executor`` when one is given), with :data:`PERIOD_SHARE` of the time left.
     3. The whole stable model, started from the best plan, with what is left.
 
     Every plan here is a stable plan. The bound reported is the better of
@@ -467,6 +474,15 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             if log and objective(a, best_x) < best_obj:
                 steps.append(f"improved by fix-and-optimize from {best_obj:,.2f} ({len(log)} rounds)")
                 best_obj = objective(a, best_x)
+        left = time_limit - (time.perf_counter() - t0)
+        if left >= 1.0 and open_gap(best_obj) and len(model.data.periods) > 1:
+            t = time.perf_counter()
+            best_x, rec = polish_periods(model, fixed, best_x, PERIOD_SHARE * left, executor)
+            seconds += time.perf_counter() - t
+            if rec["after"] < best_obj - 1e-9:
+                steps.append(f"then period by period from {best_obj:,.2f} ({rec['improved']} of "
+                             f"{rec['periods']} periods cheaper)")
+                best_obj = rec["after"]
     else:
         if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
             first.solve_seconds = seconds
