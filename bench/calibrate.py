@@ -66,8 +66,10 @@ EXTRA_MODELS.append({"name": "gpt-3-5b", "aliases": ["GPT-3-5B", "GPT3-5B"], "la
                      "tied_embeddings": True, "gated_mlp": False,
                      "source": "NVIDIA/NeMo-Framework-Launcher conf/training/gpt3/5b.yaml"})
 
-EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("7b", 32, 4096, 32),
-                 _mpt("13b", 40, 5120, 40), _mpt("30b", 48, 7168, 56), _mpt("70b", 80, 8192, 64)]
+# MPT-7B and MPT-30B, the two MosaicML released, are catalog models (catalogs/models.yaml, from their HF
+# config.json); the sizes only llm-foundry's yamls define stay here.
+EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("13b", 40, 5120, 40),
+                 _mpt("70b", 80, 8192, 64)]
 
 #: set to True to predict every training row with the best layout of any framework (the pre-2026-11-25 rule)
 FRAMEWORKS_AS_ANY = False

@@ -314,7 +314,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     weights = body * bw_param + st.params_embedding * emb_bytes
     kv_tok = st.kv_elems_per_token * kv_bytes_per_elem(precision, eff) / min(tp, st.kv_shards)
     if arch.is_moe:
-        ffn = max(arch.ffn_size if arch.dense_layers else 0,
+        ffn = max(arch.ffn_size if st.moe_layers < arch.layers else 0,
                   (arch.experts_per_token + arch.shared_experts) * (arch.expert_ffn_size or arch.ffn_size))
     else:
         ffn = arch.ffn_size
@@ -345,7 +345,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
         pair_decode=st.attn_pair_flops_decode,
         moe_k_over_e=(arch.experts_per_token / arch.experts) if arch.is_moe else 0.0,
-        route_s=(arch.experts_per_token * (arch.layers - arch.dense_layers) * eff["moe_route_ns"] * 1e-9)
+        route_s=(arch.experts_per_token * st.moe_layers * eff["moe_route_ns"] * 1e-9)
         if arch.is_moe else 0.0,
     )
 
