@@ -371,8 +371,8 @@ class DepReplica(Replica):
     travel to their experts by all-to-all over the scale-up link: per MoE layer a dispatch and a
     combine, each carrying ``hidden x activation bytes`` per routed (token, expert) pair whose
     expert is on another GPU ((n - 1)/n of the k pairs of a token, uniform routing), at
-    ``a2a_bw_fraction`` of the one-direction link bandwidth, plus ``a2a_latency_us`` each. No
-    all-reduce. Fields as :class:`Replica`, with ``kv_tok_gpu`` the full KV bytes per token
+    ``a2a_bw_fraction`` of the one-direction link bandwidth, plus ``a2a_latency_us`` per peer
+    ((n - 1) of them) each. No all-reduce. Fields as :class:`Replica`, with ``kv_tok_gpu`` the full KV bytes per token
     divided by n (a GPU holds 1/n of the replica's sequences: the pool and the reads per GPU
     come out the same as a per-sequence count) and ``read_fixed`` the bytes each GPU reads.
     """
@@ -384,7 +384,7 @@ class DepReplica(Replica):
     k: int = 0
     a2a_pair_bytes: float = 0.0    # bytes per routed (token, expert) pair, each way
     a2a_bw: float = 1.0            # achieved one-direction link bytes/s in all-to-all
-    a2a_latency_s: float = 0.0     # fixed time per all-to-all (2 per MoE layer per step)
+    a2a_latency_s: float = 0.0     # fixed time per peer of one all-to-all (2 all-to-alls per MoE layer per step)
 
     @property
     def layout(self) -> str:
@@ -414,10 +414,11 @@ class DepReplica(Replica):
 
     def alltoall_s(self, tokens_gpu):
         """Dispatch + combine time of one GPU sending ``tokens_gpu`` tokens to their experts, all
-        MoE layers: 2 x layers x (latency + remote pairs x pair bytes / link share)."""
+        MoE layers: 2 x MoE layers x ((n - 1) x latency per peer + remote pairs x pair bytes / link
+        share), remote pairs = tokens x k x (n - 1)/n."""
         t = np.asarray(tokens_gpu, dtype=float)
         remote = t * self.k * (self.tp - 1) / self.tp
-        return 2.0 * self.moe_layers * (self.a2a_latency_s + remote * self.a2a_pair_bytes / self.a2a_bw)
+        return 2.0 * self.moe_layers * ((self.tp - 1) * self.a2a_latency_s + remote * self.a2a_pair_bytes / self.a2a_bw)
 
     def expert_read_gpu(self, tokens):
         """Expert bytes a GPU reads when the replica's experts see ``tokens`` tokens."""
