@@ -412,13 +412,18 @@ class DepReplica(Replica):
     def allreduce_s(self, nbytes):
         return 0.0 * np.asarray(nbytes, dtype=float)
 
+    def alltoall_bytes(self, tokens_gpu):
+        """Bytes one GPU sends in one engine step carrying ``tokens_gpu`` tokens: a dispatch and a
+        combine per MoE layer, each of tokens x k x (n - 1)/n remote pairs x hidden x activation bytes."""
+        remote = np.asarray(tokens_gpu, dtype=float) * self.k * (self.tp - 1) / self.tp
+        return 2.0 * self.moe_layers * remote * self.a2a_pair_bytes
+
     def alltoall_s(self, tokens_gpu):
         """Dispatch + combine time of one GPU sending ``tokens_gpu`` tokens to their experts, all
         MoE layers: 2 x MoE layers x ((n - 1) x latency per peer + remote pairs x pair bytes / link
         share), remote pairs = tokens x k x (n - 1)/n."""
-        t = np.asarray(tokens_gpu, dtype=float)
-        remote = t * self.k * (self.tp - 1) / self.tp
-        return 2.0 * self.moe_layers * ((self.tp - 1) * self.a2a_latency_s + remote * self.a2a_pair_bytes / self.a2a_bw)
+        return (2.0 * self.moe_layers * (self.tp - 1) * self.a2a_latency_s
+                + self.alltoall_bytes(tokens_gpu) / self.a2a_bw)
 
     def expert_read_gpu(self, tokens):
         """Expert bytes a GPU reads when the replica's experts see ``tokens`` tokens."""
