@@ -29,6 +29,20 @@ tokens (continuous batching; average context ISL + OSL/2)::
     prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
                    + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
 
+MoE models on n >= 2 GPUs can also be laid out as attention data parallel + expert parallel
+(DEP, :class:`DepReplica`): each GPU holds everything but the routed experts and runs attention for
+its own C/n sequences with their whole KV cache, the routed experts are sharded n ways, and tokens
+reach their experts by an all-to-all (dispatch and combine per MoE layer)::
+
+    weights per GPU = non-expert weights + ceil(E/n)/E x expert weights
+    C_max           = n x min(max_batch_seqs, floor(KV pool / (full KV per token x (ISL + OSL))))
+    t_step(C)       = max((non-expert bytes + expert bytes / n x touched(C)) / (BW x e_bw),
+                          (C/n) x 2 x active params / (peak x e_dec))
+                      + (C/n) x max(context x full KV per token / (BW x e_kv), attention FLOPs / (peak x e_dec))
+                      + (C/n) x route + a2a(C/n) + t_sched
+    a2a(b)          = 2 x MoE layers x ((n - 1) x a2a_latency_us + b x k x (n - 1)/n x hidden x 2 B
+                                        / (link x a2a_bw_fraction))
+
 Weight-only 4-bit serving (int4, W4A16; e.g. MXFP4 experts on Hopper): weights are read at 4-bit
 bytes and multiplied at the 16-bit peak after dequantisation, the body's matmul FLOPs divided by
 w4a16_dequant_efficiency (attention and the 16-bit LM head are not dequantised).
@@ -582,7 +596,8 @@ def _estimate_one(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, isl: i
         out["reason"] = f"{gpu.name} has no {precision} units"
         return out
     out["weights_gb_per_gpu"] = round(rep.weights_gpu / 1e9, 3)
-    out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_gpu
+    # DEP: a GPU keeps the whole cache of its own sequences (kv_tok_gpu is that over n, a replica average)
+    out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_seq if isinstance(rep, DepReplica) else rep.kv_tok_gpu
     cmax = rep.max_batch(isl, osl)
     if cmax < 1:
         need = rep.gpu_memory_needed_gb(isl, osl)
