@@ -389,3 +389,18 @@ def test_dep_is_only_for_moe_models_and_best_names_the_layout(ref):
     # the MLA cache is not split by TP: DEP holds 4 x the sequences and serves more
     assert dep["max_batch"] > tp["max_batch"] and dep["capacity_rps"] > tp["capacity_rps"]
     assert best["layout"] == "dep4" and best["rps"] == dep["rps"]
+
+
+def test_maverick_routes_and_exchanges_in_its_24_moe_layers_only(ref):
+    from optimizer.sizing.inference import dep_replica
+    models, gpus, eff = ref
+    mav = models["llama-4-maverick"]
+    # interleave_moe_layer_step 2: 24 of 48 layers are MoE, top-1 of 128 experts
+    tp = replica(mav, gpus["B200"], 4, "fp4", eff)
+    assert tp.route_s == pytest.approx(1 * 24 * eff["moe_route_ns"] * 1e-9)
+    dep = dep_replica(mav, gpus["B200"], 4, "fp4", eff)
+    assert dep.moe_layers == 24 and dep.k == 1
+    # 100 tokens on a GPU: 100 x 1 x 3/4 remote pairs x 5120 x 2 B, dispatch + combine, 24 layers
+    assert float(dep.alltoall_bytes(100)) == 2 * 24 * 75 * 5120 * 2
+    # expert bytes: 24 layers x 128 experts x 3 x 5120 x 8192 at the fp4 bytes per weight, a quarter per GPU
+    assert dep.experts_gpu == pytest.approx(24 * 128 * 3 * 5120 * 8192 * eff["fp4_weight_bytes_per_param"] / 4)
