@@ -377,10 +377,14 @@ def test_dep_never_fits_when_its_experts_do_not(ref):
 
 
 def test_dep_is_only_for_moe_models_and_best_names_the_layout(ref):
-    with pytest.raises(ValueError):
+    from optimizer.errors import InputError
+    with pytest.raises(InputError) as e:
         est(ref, "llama-3.1-70b", "H100-SXM", 4, "fp8", layout="dep")
-    with pytest.raises(ValueError):
+    assert e.value.field == "layout"
+    with pytest.raises(InputError):
         est(ref, "qwen3-235b-a22b", "B200", 1, "fp4", layout="dep")
+    with pytest.raises(InputError):
+        est(ref, "qwen3-235b-a22b", "B200", 4, "fp4", layout="ep")
     assert est(ref, "llama-3.1-70b", "H100-SXM", 4, "fp8", layout="best")["layout"] == "tp4"
     tp = est(ref, "deepseek-r1", "B200", 4, "fp4", 1000, 1000, layout="tp")
     dep = est(ref, "deepseek-r1", "B200", 4, "fp4", 1000, 1000, layout="dep")

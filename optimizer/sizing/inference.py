@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..schema import DEFAULT_SLO_PERCENTILE
 from . import queueing
 from .architecture import ModelArch, arch_stats
@@ -545,9 +546,10 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
     :func:`_estimate_one` for the fields). ``layout`` in the result names the one used.
     """
     if layout not in (*LAYOUTS, "best"):
-        raise ValueError(f"unknown layout {layout!r}")
+        raise InputError("unknown layout", field="layout", value=layout, allowed="tp, dep, best")
     if layout == "dep" and "dep" not in layouts_for(arch, tp):
-        raise ValueError("the dep layout needs an MoE model and at least 2 GPUs")
+        raise InputError("the dep layout shards routed experts: it needs an MoE model and at least 2 GPUs",
+                         field="layout", value=layout, allowed="tp or best")
     kw = dict(ttft_ms=ttft_ms, tpot_ms=tpot_ms, percentile=percentile, rps=rps, concurrency=concurrency)
     if layout != "best":
         return _estimate_one(arch, gpu, tp, precision, isl, osl, eff, layout=layout, **kw)
