@@ -66,8 +66,10 @@ EXTRA_MODELS.append({"name": "gpt-3-5b", "aliases": ["GPT-3-5B", "GPT3-5B"], "la
                      "tied_embeddings": True, "gated_mlp": False,
                      "source": "NVIDIA/NeMo-Framework-Launcher conf/training/gpt3/5b.yaml"})
 
-EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("7b", 32, 4096, 32),
-                 _mpt("13b", 40, 5120, 40), _mpt("30b", 48, 7168, 56), _mpt("70b", 80, 8192, 64)]
+# MPT-7B and MPT-30B, the two MosaicML released, are catalog models (catalogs/models.yaml, from their HF
+# config.json); the sizes only llm-foundry's yamls define stay here.
+EXTRA_MODELS += [_mpt("1b", 24, 2048, 16), _mpt("3b", 32, 2560, 20), _mpt("13b", 40, 5120, 40),
+                 _mpt("70b", 80, 8192, 64)]
 
 #: set to True to predict every training row with the best layout of any framework (the pre-2026-11-25 rule)
 FRAMEWORKS_AS_ANY = False
@@ -129,15 +131,16 @@ def predict(row, models, gpus, eff) -> tuple[float | None, str]:
         if row.metric in ("offline_output_throughput", "offline_output_throughput_per_gpu"):
             # trtllm-bench offline max-throughput (infinite request rate): the whole TP group with its
             # batch full, the replica's capacity
-            if "DEP=" in cond:
-                # attention data parallel + expert parallel: every rank runs attention on its own
-                # sequences and holds 1/n of the experts; not a layout the sizing model has
-                return None, "not modelled: attention data parallel + expert parallel (DEP)"
-            r = I.estimate_inference(arch, gpu, tp, prec, int(isl), int(osl), eff)
+            # DEP=n: attention data parallel + expert parallel over n GPUs (every rank runs attention on
+            # its own sequences with a full copy of the attention weights and holds 1/n of the experts)
+            dep = _num(r"DEP=(\d+)", cond)
+            layout = "dep" if dep else "tp"
+            tp = int(dep) if dep else tp
+            r = I.estimate_inference(arch, gpu, tp, prec, int(isl), int(osl), eff, layout=layout)
             if not r["fits"]:
                 return None, f"does not fit: {r.get('reason', '')}"
             per = tp if row.metric.endswith("_per_gpu") else 1
-            return r["capacity_rps"] * int(osl) / per, ""
+            return r["capacity_rps"] * int(osl) / per, r["layout"] if dep else ""
         if row.metric == "ttft_batch1":
             return float(rep.prefill_s(int(isl))) * 1e3, ""
         gib = I.GIB

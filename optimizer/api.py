@@ -165,20 +165,22 @@ def _reference(efficiency: Mapping[str, float] | None):
 def estimate_inference(model: str, gpu: str, gpus: int = 1, *, precision: str = "bf16", prompt_tokens: int = 1024,
                        output_tokens: int = 256, ttft_ms: float | None = None, tpot_ms: float | None = None,
                        percentile: float | str = 99.0, rps: float | None = None, concurrency: int | None = None,
-                       efficiency: Mapping[str, float] | None = None) -> dict:
+                       efficiency: Mapping[str, float] | None = None, layout: str = "best") -> dict:
     """One inference replica of ``gpus`` GPUs under a load: ``gpuopt estimate inference`` (a dict of its fields).
 
     ``rps`` (Poisson arrivals) or ``concurrency`` (requests in flight) set the
     load; without either, the most requests/s meeting the SLOs at
     ``percentile`` (or ``"mean"``), or the knee of the throughput curve
-    without SLOs.
+    without SLOs. ``layout``: ``tp``, ``dep`` (attention data parallel +
+    expert parallel, MoE models on 2+ GPUs) or ``best`` (the result's
+    ``layout`` names the one used).
     """
     from .sizing import estimate_inference as _est, resolve_gpu, resolve_model
 
     models, gpu_table, eff = _reference(efficiency)
     return _est(resolve_model(model, models, field="model"), resolve_gpu(gpu, gpu_table, field="gpu"), gpus,
                 precision.lower(), prompt_tokens, output_tokens, eff, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-                percentile=percentile, rps=rps, concurrency=concurrency)
+                percentile=percentile, rps=rps, concurrency=concurrency, layout=layout)
 
 
 def estimate_training(model: str, gpu: str, gpus: int, tokens: float, *, precision: str = "bf16",

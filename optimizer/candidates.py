@@ -120,6 +120,10 @@ def _sized(kind: str, workload, offered: list[str], reference, links: pd.DataFra
         df = sizing.training_candidates(workload, offered, models=models, gpus=gpus, eff=eff, links=links)
         df, columns = df.assign(job=workload.name), TRAINING_COLUMNS
     df["config"] = [config_id(g, n, p) for g, n, p in zip(df["gpu"], df["gpus"], df["precision"])]
+    if "layout" in df:
+        # a replica laid out as attention data parallel + expert parallel names it: "B200 x4 fp4 dep4"
+        df["config"] = [c + (f" {lay}" if str(lay).startswith("dep") else "")
+                        for c, lay in zip(df["config"], df["layout"])]
     return df[columns]
 
 

@@ -120,3 +120,18 @@ def test_a_bad_model_file_names_the_file_and_the_field(tmp_path):
     r = run(["estimate", "inference", "--model", "my-13b", "--gpu", "L40S", "--prompt-tokens", "1000",
              "--output-tokens", "200", "--model-file", str(path)])
     assert r.exit_code == 2 and str(path) in r.output and "layers" in r.output
+
+
+def test_inference_names_its_layout_and_dep_is_for_moe_models():
+    moe = ["estimate", "inference", "--model", "DeepSeek-R1", "--gpu", "B200", "--gpus", "4", "--precision", "fp4",
+           "--prompt-tokens", "1000", "--output-tokens", "1000", "--format", "json"]
+    best = json.loads(run(moe).output)
+    dep = json.loads(run(moe + ["--layout", "dep"]).output)
+    tp = json.loads(run(moe + ["--layout", "tp"]).output)
+    assert (best["layout"], dep["layout"], tp["layout"]) == ("dep4", "dep4", "tp4")
+    assert dep["capacity_rps"] > tp["capacity_rps"] and best["rps"] == dep["rps"]
+    assert json.loads(run(INFER + ["--format", "json"]).output)["layout"] == "tp1"
+    r = run(INFER + ["--layout", "dep"])
+    assert r.exit_code == 2 and "--layout" in r.output and "MoE" in r.output
+    r = run(moe[:7] + ["1"] + moe[8:] + ["--layout", "dep"])   # one GPU: nothing to shard over
+    assert r.exit_code == 2 and "--gpus 2 or more" in r.output

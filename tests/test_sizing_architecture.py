@@ -13,7 +13,7 @@ from optimizer.sizing.architecture import model_arch
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
           "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3",
           "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "gpt-oss-20b", "llama-4-scout",
-          "gpt-3-175b"]
+          "gpt-3-175b", "deepseek-r1", "llama-4-maverick", "llama-2-34b", "mpt-7b", "mpt-30b"]
 GPUS = ["T4", "L4", "A10G", "A10", "L40S", "RTX-4090", "RTX-5090", "A100-40GB", "A100-80GB", "A100-PCIe-80GB",
         "H100-SXM", "H100-PCIe", "H100-NVL", "H200", "GH200", "B200", "GB200", "MI300X", "MI325X", "MI355X",
         "Gaudi3"]
@@ -68,10 +68,66 @@ def test_param_counts(models, name, total_b, active_b, kv):
     ("gpt-oss-20b", 20.91, 2e-3, 2 * 24 * 8 * 64 * 2),        # 20.91B
     ("llama-4-scout", 109.0, 2e-2, 2 * 48 * 8 * 128 * 2),     # Meta: 109B with the vision encoder
     ("gpt-3-175b", 175.0, 5e-3, 2 * 96 * 96 * 128 * 2),       # Brown et al. 2020: 175B
+    ("deepseek-r1", 671.0, 2e-3, 61 * (512 + 64) * 2),         # R1 model card: 671B total (MLA latent cache)
+    ("llama-4-maverick", 400.0, 2e-3, 2 * 48 * 8 * 128 * 2),  # Meta model card: 400B total
+    ("llama-2-34b", 34.0, 1e-2, 2 * 48 * 8 * 128 * 2),        # Llama 2 paper Table 1: 34B (never released)
+    ("mpt-7b", 6.7, 1e-2, 2 * 32 * 32 * 128 * 2),             # MosaicML: 6.7B
+    ("mpt-30b", 30.0, 2e-3, 2 * 48 * 64 * 112 * 2),           # MosaicML: 30B
 ])
 def test_param_counts_of_the_models_people_deploy_now(models, name, total_b, rel, kv):
     assert models[name].stats.params_total / 1e9 == pytest.approx(total_b, rel=rel)
     assert kv_bytes_per_token(models[name], 2) == kv
+
+
+def test_llama_4_maverick_by_hand_from_its_config(models):
+    """config.json text_config: 48 layers, h 5120, 40 heads, 8 KV heads of 128, dense layers' MLP 16384
+    (intermediate_size_mlp), experts of 8192 (intermediate_size), 128 routed + 1 shared, top-1,
+    interleave_moe_layer_step 2 (24 MoE layers, 24 dense), vocab 202048, untied."""
+    m = models["llama-4-maverick"]
+    h = 5120
+    attn = h * 40 * 128 + 2 * h * 8 * 128 + 40 * 128 * h      # 62,914,560
+    norms = 2 * h
+    dense_mlp = 3 * h * 16384                                  # 251,658,240
+    expert = 3 * h * 8192                                      # 125,829,120
+    router = h * 128
+    assert attn == 62_914_560 and dense_mlp == 251_658_240 and expert == 125_829_120
+    total = 48 * (attn + norms) + 24 * dense_mlp + 24 * (129 * expert + router) + 2 * 202048 * h + h
+    active = 48 * (attn + norms) + 24 * dense_mlp + 24 * (2 * expert + router) + 2 * 202048 * h + h
+    assert total == 400_711_848_960          # Meta: "400B total"
+    assert active == 17_184_691_200          # Meta: "17B active"
+    st = m.stats
+    assert st.params_total == total and st.params_active == active
+    assert st.moe_layers == 24
+    assert st.params_expert == 24 * 128 * expert
+    assert st.params_expert_active == 24 * 1 * expert
+
+
+def test_deepseek_r1_is_deepseek_v3s_architecture(models):
+    v3, r1 = models["deepseek-v3"].stats, models["deepseek-r1"].stats
+    assert r1 == v3
+    assert r1.params_active / 1e9 == pytest.approx(37.5, rel=5e-3)
+    assert resolve_model("DeepSeek-R1", models).name == "deepseek-r1"
+
+
+def test_moe_layer_step_and_its_errors(models):
+    base = dict(name="x", layers=4, hidden_size=64, heads=4, kv_heads=2, ffn_size=128, vocab_size=100,
+                experts=4, experts_per_token=1, expert_ffn_size=32)
+    every = model_arch(base).stats
+    alt = model_arch({**base, "moe_layer_step": 2}).stats
+    # 4 layers x (attention 4*64*64... ) alike; step 2 swaps 2 MoE blocks (4 experts of 3*64*32 + router 64*4)
+    # for 2 dense MLPs of 3*64*128
+    assert every.moe_layers == 4 and alt.moe_layers == 2
+    assert every.params_total - alt.params_total == 2 * (4 * 3 * 64 * 32 + 64 * 4) - 2 * 3 * 64 * 128
+    with pytest.raises(InputError):  # a step that leaves no MoE layer
+        model_arch({**base, "moe_layer_step": 5}, field="models[0]")
+    with pytest.raises(InputError):  # a step on a dense model
+        model_arch({k: v for k, v in base.items() if not k.startswith("expert")} | {"moe_layer_step": 2})
+    with pytest.raises(InputError) as e:  # a misspelt field: the near match
+        model_arch({**base, "moe_layer_stp": 2}, file="m.yaml", field="models[0]")
+    assert e.value.field == "models[0].moe_layer_stp" and e.value.suggestion == "moe_layer_step"
+    with pytest.raises(InputError) as e:
+        resolve_model("llama-4-maverik", models, field="--model")
+    assert e.value.suggestion == "llama-4-maverick"
 
 
 def test_moe_active_is_a_fraction_of_total(models):

@@ -180,3 +180,40 @@ def test_training_candidates_are_sized_per_fabric(ref):
     two = df[df["gpus"] == 16].set_index("fabric_gbps_per_gpu")["hours"]
     assert set(two.index) == {400.0, 12.5}
     assert two[12.5] > two[400.0]
+
+
+def test_moe_services_get_dep_layouts_named_and_never_one_whose_experts_do_not_fit(ref):
+    models, gpus, eff = ref
+    svc = service(model="deepseek-r1", precisions=["fp8", "fp4"], prompt_tokens=1000, output_tokens=1000,
+                  slo={"ttft_ms": 10_000.0, "tpot_ms": 200.0})
+    df = inference_candidates(svc, ["H100-SXM", "H200", "B200"], models=models, gpus=gpus, eff=eff)
+    assert "layout" in df.columns and len(df) > 0
+    assert all(lay == f"{kind}{n}" for lay, n, kind in zip(df["layout"], df["gpus"], df["layout"].str[:-1]))
+    # 671 B parameters at 1 byte: no H100 layout of up to 8 GPUs holds them (DEP8 needs 81.7 GB of experts
+    # plus 19 GB replicated per GPU), H200 fits from 8 GPUs; DEP holds 8x the MLA cache and is picked there
+    assert "H100-SXM" not in set(df["gpu"])
+    h200 = df[df["gpu"] == "H200"]
+    assert set(h200["gpus"]) == {8} and set(h200["layout"]) == {"dep8"}
+    b200 = df[df["gpu"] == "B200"]
+    assert set(b200.loc[b200["gpus"] >= 4, "layout"]) <= {"dep4", "dep8"}
+    # a dense model never gets a DEP layout
+    dense = inference_candidates(service(), OFFERED, models=models, gpus=gpus, eff=eff)
+    assert dense["layout"].str.startswith("tp").all()
+
+
+def test_the_planner_sees_the_dep_layout_in_the_configuration_name(tmp_path):
+    from optimizer.candidates import build_candidates
+    from optimizer.load import load_problem
+
+    problem = tmp_path / "p.yaml"
+    problem.write_text(
+        "periods: [{name: p1, hours: 730, month: 0}]\n"
+        "offerings:\n"
+        "  - {id: b200-od, provider: x, gpu: B200, gpus_per_unit: 8, region: r, pricing: on_demand,\n"
+        "     price_per_hour: 40.0, unit_link: nvlink, source: test, date: 2026-11-25}\n"
+        "inference:\n"
+        "  - {name: r1, model: deepseek-r1, precisions: [fp4], prompt_tokens: 1000, output_tokens: 1000,\n"
+        "     slo: {ttft_ms: 10000, tpot_ms: 200}, demand_rps: 5, regions: [r]}\n")
+    c = build_candidates(load_problem(str(problem)))
+    assert any(cfg.endswith(" dep4") or cfg.endswith(" dep8") for cfg in c.inference["config"])
+    assert c.inference["config"].is_unique

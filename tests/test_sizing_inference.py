@@ -287,3 +287,124 @@ def test_a_sequence_is_not_slowed_by_its_own_prefill(ref):
     c, i = 25, 2
     life = m["ttft_ms"][i] / 1e3 + (osl - 1) * m["tpot_ms"][i] / 1e3
     assert life == pytest.approx(c / m["rps"][i], rel=0.01)
+
+
+# -- expert parallelism (DEP: attention data parallel + experts sharded n ways) -----------------------
+
+SMALL_MOE = dict(name="tiny-moe", layers=2, hidden_size=1024, heads=8, kv_heads=8, head_dim=128, ffn_size=4096,
+                 vocab_size=1000, experts=8, experts_per_token=2, expert_ffn_size=512, source="test", date="2026-11-25")
+
+
+def _tiny(ref):
+    from optimizer.sizing.architecture import model_arch
+    models, gpus, eff = ref
+    return model_arch(SMALL_MOE), gpus["H100-SXM"], eff
+
+
+def test_dep_memory_per_gpu_by_hand(ref):
+    from optimizer.sizing.inference import dep_replica
+    arch, gpu, eff = _tiny(ref)
+    # per layer: attention 4 x 1024 x 1024 = 4,194,304; norms 2,048; 8 experts of 3 x 1024 x 512 = 1,572,864
+    # (12,582,912); router 1024 x 8 = 8,192. Two layers 33,574,912 + embeddings 2 x 1000 x 1024 + final norm 1024
+    # = 35,623,936 parameters, 25,165,824 of them routed experts; bf16: 2 bytes each
+    assert arch.stats.params_total == 35_623_936 and arch.stats.params_expert == 25_165_824
+    rep = dep_replica(arch, gpu, 4, "bf16", eff)
+    # each GPU: everything but the experts (2 x 10,458,112 = 20,916,224 B) + 2 of the 8 experts of each layer
+    # (2 x 25,165,824 / 4 = 12,582,912 B)
+    assert rep.weights_gpu == 20_916_224 + 12_582_912 == 33_499_136
+    # one-GPU workspace: 8192 tokens x (10 x 1024 + 5 x 1024 (k x expert width = 2 x 512)) bytes; overhead
+    # 0.5 GiB runtime + 0.5 GiB communication buffer
+    assert rep.workspace_gpu == 8192 * 15 * 1024 == 125_829_120
+    assert rep.overhead_gpu == 2**30
+    # H100: 81,559 MiB; the KV pool is 0.9 of what is left
+    vram = 81_559 * 2**20
+    pool = 0.9 * (vram - 33_499_136 - 125_829_120 - 2**30)
+    assert rep.kv_pool_gpu == pytest.approx(pool)
+    # a GPU keeps the whole KV cache of its own sequences: 2 x 2 layers x 8 heads x 128 x 2 B = 8,192 B/token
+    assert rep.kv_tok_seq == 8192
+    # 100,000-token sequences: floor(pool / 819,200,000) = 92 per GPU, 368 over the replica
+    assert int(pool // (8192 * 100_000)) == 92
+    assert rep.max_batch(90_000, 10_000) == 4 * 92
+    # 5 sequences: the fullest GPU holds ceil(5/4) = 2
+    assert float(rep.vram_gb(5, 90_000, 10_000)) == pytest.approx((33_499_136 + 125_829_120 + 2**30
+                                                                   + 2 * 8192 * 100_000) / 1e9)
+    # tensor parallel over the same 4 GPUs splits every weight and the KV heads instead
+    tp = replica(arch, gpu, 4, "bf16", eff)
+    assert tp.weights_gpu == 71_247_872 / 4 and tp.kv_tok_gpu == 8192 / 4
+
+
+def test_dep_all_to_all_bytes_and_time_per_step_by_hand(ref):
+    from optimizer.sizing.inference import dep_replica
+    arch, gpu, eff = _tiny(ref)
+    rep = dep_replica(arch, gpu, 4, "bf16", eff)
+    # 256 sequences over 4 GPUs: 64 tokens per GPU per decode step, 2 experts each: 128 (token, expert)
+    # pairs, 3/4 of them on another GPU = 96, each 1024 x 2 bytes = 196,608 bytes per all-to-all;
+    # a dispatch and a combine per MoE layer, 2 MoE layers: 786,432 bytes a GPU sends per step
+    assert float(rep.alltoall_bytes(64)) == 786_432
+    # H100 NVLink 900 GB/s bidirectional = 450e9 one way, x a2a_bw_fraction 0.75 = 337.5e9 B/s;
+    # 4 all-to-alls x 3 peers x a2a_latency_us 50
+    assert eff["a2a_bw_fraction"] == 0.75 and eff["a2a_latency_us"] == 50
+    assert float(rep.alltoall_s(64)) == pytest.approx(4 * 3 * 50e-6 + 786_432 / 337.5e9)
+    # the decode step of 256 sequences carries it (no all-reduce in DEP)
+    without = dep_replica(arch, gpu, 4, "bf16", eff.with_overrides({"a2a_latency_us": 0.0, "a2a_bw_fraction": 1e-9}))
+    assert float(without.decode_step_s(256, 1000)) > float(rep.decode_step_s(256, 1000))
+    assert float(rep.allreduce_s(1e6)) == 0.0
+
+
+def test_dep_never_fits_when_its_experts_do_not(ref):
+    from optimizer.sizing.inference import dep_replica
+    models, gpus, eff = ref
+    r1 = models["deepseek-r1"]
+    # fp8: 656.7 B routed-expert parameters (58 MoE layers x 256 x 3 x 7168 x 2048), 1 byte each
+    assert r1.stats.params_expert == 58 * 256 * 3 * 7168 * 2048
+    experts = 58 * 256 * 3 * 7168 * 2048
+    h100, h200 = gpus["H100-SXM"].vram_bytes, gpus["H200"].vram_bytes   # 85.5 GB, 150.8 GB
+    for gpu, n, fits in (("H100-SXM", 4, False), ("H100-SXM", 8, False), ("H200", 4, False), ("H200", 8, True)):
+        rep = dep_replica(r1, gpus[gpu], n, "fp8", eff)
+        assert rep.experts_gpu == experts / n
+        assert (rep.max_batch(1000, 1000) > 0) is fits, (gpu, n)
+        assert est(ref, "deepseek-r1", gpu, n, "fp8", 1000, 1000, layout="dep")["fits"] is fits
+        assert not est(ref, "deepseek-r1", gpu, n, "fp8", 1, 1, layout="dep")["fits"] or fits
+    # a quarter of the experts (163.5 GB) exceeds either GPU; an eighth (81.7 GB) fits an H100 alone but not
+    # with the replicated rest: 671,026,404,352 - 653,908,770,816 expert parameters = 17,117,633,536, of
+    # which the embedding and LM head (2 x 129,280 x 7,168 = 1,853,358,080) stay at 2 bytes: 18.97 GB
+    assert experts == 653_908_770_816 and r1.stats.params_total == 671_026_404_352
+    rest = (671_026_404_352 - experts - 1_853_358_080) * 1 + 1_853_358_080 * 2
+    assert rest == 18_970_991_616
+    assert dep_replica(r1, gpus["H100-SXM"], 8, "fp8", eff).weights_gpu == experts / 8 + rest
+    assert experts / 4 > h200 > h100 > experts / 8 and experts / 8 + rest > h100 and experts / 8 + rest < h200
+    # 8 x H200 is what TensorRT-LLM ran (bench/data/trtllm_perf_overview_2025.csv)
+
+
+def test_dep_is_only_for_moe_models_and_best_names_the_layout(ref):
+    from optimizer.errors import InputError
+    with pytest.raises(InputError) as e:
+        est(ref, "llama-3.1-70b", "H100-SXM", 4, "fp8", layout="dep")
+    assert e.value.field == "layout"
+    with pytest.raises(InputError):
+        est(ref, "qwen3-235b-a22b", "B200", 1, "fp4", layout="dep")
+    with pytest.raises(InputError):
+        est(ref, "qwen3-235b-a22b", "B200", 4, "fp4", layout="ep")
+    assert est(ref, "llama-3.1-70b", "H100-SXM", 4, "fp8", layout="best")["layout"] == "tp4"
+    tp = est(ref, "deepseek-r1", "B200", 4, "fp4", 1000, 1000, layout="tp")
+    dep = est(ref, "deepseek-r1", "B200", 4, "fp4", 1000, 1000, layout="dep")
+    best = est(ref, "deepseek-r1", "B200", 4, "fp4", 1000, 1000, layout="best")
+    assert tp["layout"] == "tp4" and dep["layout"] == "dep4"
+    # the MLA cache is not split by TP: DEP holds 4 x the sequences and serves more
+    assert dep["max_batch"] > tp["max_batch"] and dep["capacity_rps"] > tp["capacity_rps"]
+    assert best["layout"] == "dep4" and best["rps"] == dep["rps"]
+
+
+def test_maverick_routes_and_exchanges_in_its_24_moe_layers_only(ref):
+    from optimizer.sizing.inference import dep_replica
+    models, gpus, eff = ref
+    mav = models["llama-4-maverick"]
+    # interleave_moe_layer_step 2: 24 of 48 layers are MoE, top-1 of 128 experts
+    tp = replica(mav, gpus["B200"], 4, "fp4", eff)
+    assert tp.route_s == pytest.approx(1 * 24 * eff["moe_route_ns"] * 1e-9)
+    dep = dep_replica(mav, gpus["B200"], 4, "fp4", eff)
+    assert dep.moe_layers == 24 and dep.k == 1
+    # 100 tokens on a GPU: 100 x 1 x 3/4 remote pairs x 5120 x 2 B, dispatch + combine, 24 layers
+    assert float(dep.alltoall_bytes(100)) == 2 * 24 * 75 * 5120 * 2
+    # expert bytes: 24 layers x 128 experts x 3 x 5120 x 8192 at the fp4 bytes per weight, a quarter per GPU
+    assert dep.experts_gpu == pytest.approx(24 * 128 * 3 * 5120 * 8192 * eff["fp4_weight_bytes_per_param"] / 4)

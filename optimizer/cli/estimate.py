@@ -120,10 +120,17 @@ def estimate() -> None:
               help="Load: Poisson arrivals at this many requests/s.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None,
               help="Load: this many requests always in flight (closed loop).")
+@click.option("--layout", type=click.Choice(["best", "tp", "dep"], case_sensitive=False), default="best",
+              show_default=True,
+              help="Replica layout: tp (tensor parallel), dep (attention data parallel + expert parallel; MoE "
+                   "models, 2+ GPUs) or best (the one that does most; the output names it).")
 def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_tokens, output_tokens, ttft_ms, tpot_ms,
-              percentile, rps, concurrency):
-    """One inference replica of GPUS GPUs (tensor parallel) under a load.
+              percentile, rps, concurrency, layout):
+    """One inference replica of GPUS GPUs under a load.
 
+    The replica is tensor parallel, or for an MoE model on 2 or more GPUs
+    attention data parallel + expert parallel (DEP); --layout best (the
+    default) takes whichever does more and names it in `layout`.
     With --rps or --concurrency: mean and p99 TTFT and TPOT at that load.
     Otherwise, with SLOs: the most requests/s whose latencies meet them at
     the percentile (what the planner uses per replica); without: the knee
@@ -140,10 +147,15 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_t
         raise InputError("give one load, not both", field="--rps/--concurrency", value=f"{rps:g}/{concurrency}",
                          allowed="--rps R (open loop) or --concurrency C (closed loop)")
     statistic = parse_percentile(percentile)
+    layout = layout.lower()
+    if layout == "dep" and (not arch.is_moe or gpus < 2):
+        raise InputError("the dep layout shards routed experts: it needs an MoE model and at least 2 GPUs",
+                         field="--layout", value=layout, allowed="tp or best" if not arch.is_moe else "--gpus 2 or more")
     r = estimate_inference(arch, spec, gpus, precision.lower(), prompt_tokens, output_tokens, eff,
-                           ttft_ms=ttft_ms, tpot_ms=tpot_ms, percentile=statistic, rps=rps, concurrency=concurrency)
+                           ttft_ms=ttft_ms, tpot_ms=tpot_ms, percentile=statistic, rps=rps, concurrency=concurrency,
+                           layout=layout)
     r["slo"] = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "percentile": statistic}
-    _emit(r, fmt, ["fits", "meets_slo", "load", "rps", "ttft_ms", "tpot_ms", "ttft_ms_p99", "tpot_ms_p99",
+    _emit(r, fmt, ["fits", "meets_slo", "layout", "load", "rps", "ttft_ms", "tpot_ms", "ttft_ms_p99", "tpot_ms_p99",
                    "output_tokens_per_s", "capacity_rps", "utilisation", "mean_batch", "queue_ms", "max_batch",
                    "vram_gb_per_gpu"])
     if not r["meets_slo"]:  # nothing to deploy: exit 1, like a problem with no plan

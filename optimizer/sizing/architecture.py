@@ -16,7 +16,10 @@ SwiGLU; perf_models.md section 1)::
 
 MoE layers replace the MLP by ``experts`` routed experts of width
 ``expert_ffn_size`` plus ``shared_experts`` always-on experts and a router
-``h*experts``; the first ``dense_layers`` layers keep a dense MLP. Active
+``h*experts``; the first ``dense_layers`` layers keep a dense MLP, and of the
+layers after them every ``moe_layer_step``-th is MoE (Llama-4 Maverick's
+``interleave_moe_layer_step`` 2: dense and MoE layers alternate), the others
+dense: ``moe layers = (L - dense_layers) // moe_layer_step``. Active
 parameters count the ``experts_per_token`` routed experts plus the shared
 ones. MLA (DeepSeek-V2/V3) attention: Q down/up projections through
 ``q_lora_rank``, a joint K/V down-projection to ``kv_lora_rank`` plus a
@@ -64,6 +67,7 @@ class ModelArch(BaseModel):
     shared_experts: NonNegInt = 0
     expert_ffn_size: PosInt | None = None
     dense_layers: NonNegInt = 0
+    moe_layer_step: PosInt = 1
     # attention kind; MLA fields
     attention: Literal["gqa", "mla"] = "gqa"
     q_lora_rank: PosInt | None = None
@@ -89,8 +93,11 @@ class ModelArch(BaseModel):
                 raise ValueError("experts_per_token must be between 1 and experts")
             if self.dense_layers > self.layers:
                 raise ValueError("dense_layers exceeds layers")
-        elif self.experts_per_token or self.shared_experts:
-            raise ValueError("experts_per_token/shared_experts need experts > 0")
+            if self.moe_layer_step > self.layers - self.dense_layers:
+                raise ValueError(f"moe_layer_step ({self.moe_layer_step}) leaves no MoE layer in the "
+                                 f"{self.layers - self.dense_layers} layers after dense_layers")
+        elif self.experts_per_token or self.shared_experts or self.moe_layer_step != 1:
+            raise ValueError("experts_per_token/shared_experts/moe_layer_step need experts > 0")
         return self
 
     # shape helpers -------------------------------------------------------
@@ -123,7 +130,9 @@ class ArchStats:
     params_expert
         Routed-expert parameters (MoE decode reads only the experts it touches).
     moe_layers
-        Layers with a routed MoE block.
+        Layers with a routed MoE block (``(L - dense_layers) // moe_layer_step``).
+    params_expert_active
+        Routed-expert parameters one token multiplies (``experts_per_token`` per MoE layer).
     kv_elems_per_token
         KV-cache elements per token over all layers (bytes = this x bytes/element).
     kv_shards
@@ -141,6 +150,7 @@ class ArchStats:
     params_lm_head: float
     params_expert: float
     moe_layers: int
+    params_expert_active: float
     kv_elems_per_token: float
     kv_shards: int
     attn_pair_flops_prefill: float
@@ -180,18 +190,20 @@ def arch_stats(m: ModelArch) -> ArchStats:
     norms = 2 * h
     if m.is_moe:
         fe = m.expert_ffn_size or m.ffn_size
-        n_moe = L - m.dense_layers
+        n_moe = (L - m.dense_layers) // m.moe_layer_step
+        n_dense = L - n_moe
         expert = mats * h * fe
         routed = m.experts * expert
         moe_total = routed + m.shared_experts * expert + h * m.experts
         moe_active = (m.experts_per_token + m.shared_experts) * expert + h * m.experts
-        body_total = L * (attn + norms) + m.dense_layers * dense_mlp + n_moe * moe_total
-        body_active = L * (attn + norms) + m.dense_layers * dense_mlp + n_moe * moe_active
+        body_total = L * (attn + norms) + n_dense * dense_mlp + n_moe * moe_total
+        body_active = L * (attn + norms) + n_dense * dense_mlp + n_moe * moe_active
         params_expert = n_moe * routed
+        expert_active = n_moe * m.experts_per_token * expert
     else:
         n_moe = 0
         body_total = body_active = L * (attn + dense_mlp + norms)
-        params_expert = 0
+        params_expert = expert_active = 0
     emb = V * h * (1 if m.tied_embeddings else 2)
     return ArchStats(
         params_total=float(body_total + emb + h),
@@ -200,6 +212,7 @@ def arch_stats(m: ModelArch) -> ArchStats:
         params_lm_head=float(V * h),
         params_expert=float(params_expert),
         moe_layers=n_moe,
+        params_expert_active=float(expert_active),
         kv_elems_per_token=float(kv_elems),
         kv_shards=shards,
         attn_pair_flops_prefill=float(pair_prefill),
@@ -218,7 +231,7 @@ def model_arch(entry: dict, *, file: str | None = None, field: str = "models") -
     try:
         return ModelArch.model_validate(dict(entry))
     except ValidationError as exc:
-        raise _pydantic_error(exc, file, field, entry) from None
+        raise _pydantic_error(exc, file, field, entry, list(ModelArch.model_fields)) from None
 
 
 def load_models(inline: list[dict] | None = None, *, file: str | None = None) -> dict[str, ModelArch]:

@@ -1,9 +1,12 @@
 """Candidate configurations for the MIP: the interface the formulation calls.
 
 ``inference_candidates`` sizes one service on every offered GPU type, every
-tensor-parallel degree 1, 2, 4, 8 and every allowed precision the GPU
-supports, and keeps the configurations that fit and meet the service's
-SLOs, one row per request bucket they can serve. ``training_candidates``
+replica size 1, 2, 4, 8 and every allowed precision the GPU supports, in
+every layout the model allows (tensor parallel; for MoE models with 2 or
+more GPUs also attention data parallel + expert parallel, DEP), keeps the
+better layout of each (GPU type, size, precision) and the configurations
+that fit and meet the service's SLOs, one row per request bucket they can
+serve. ``training_candidates``
 sizes one job on every offered GPU type and every cluster size it allows.
 """
 
@@ -18,14 +21,14 @@ from .architecture import ModelArch, load_models, resolve_model
 from .efficiency import Efficiency, load_efficiency
 from .hardware import GpuSpec, load_gpus, resolve_gpu
 from . import queueing
-from .inference import replica
+from .inference import layout_replica, layouts_for
 from .training import Network, estimate_training
 
 TP_DEGREES = (1, 2, 4, 8)
 
 #: what the sizing returns (the candidate tables of :mod:`optimizer.candidates` keep a subset)
 SIZED_INFERENCE_COLUMNS = ["gpu", "gpus", "precision", "bucket", "rps", "max_batch", "ttft_ms", "tpot_ms",
-                           "vram_gb_per_gpu"]
+                           "vram_gb_per_gpu", "layout"]
 SIZED_TRAINING_COLUMNS = ["gpu", "gpus", "precision", "gpus_per_node", "fabric_gbps_per_gpu", "hours", "tokens_per_s",
                           "mfu", "vram_gb_per_gpu", "layout"]
 
@@ -73,9 +76,12 @@ def inference_candidates(service: schema.InferenceService, gpu_names: list[str],
         statistic met, or its knee without SLOs; :mod:`.queueing`) and the
         info columns ``max_batch`` (most sequences whose KV cache fits),
         mean ``ttft_ms`` and ``tpot_ms`` at that load, ``vram_gb_per_gpu``
-        (with a full batch). Configurations with more GPUs per replica and
-        no more rps in every bucket than a smaller one of the same GPU type
-        and precision are pruned.
+        (with a full batch), ``layout`` (``tp<n>`` or ``dep<n>``: of the
+        layouts the model allows on n GPUs, the one that serves the most
+        buckets, then the most rps summed over buckets as shares of the
+        better layout's rps in each). Configurations with more GPUs per
+        replica and no more rps in every bucket than a smaller one of the
+        same GPU type and precision are pruned.
     """
     arch = resolve_model(service.model, models, field=f"inference[{service.name}].model")
     ttft, tpot, statistic = service.slo.ttft_ms, service.slo.tpot_ms, service.slo.percentile
@@ -85,25 +91,48 @@ def inference_candidates(service: schema.InferenceService, gpu_names: list[str],
         gpu = resolve_gpu(name, gpus, field=f"inference[{service.name}]")
         for precision in dict.fromkeys(service.precisions):
             for tp in TP_DEGREES:
-                rep = replica(arch, gpu, tp, precision, eff)
-                if rep is None:
-                    break  # the GPU has no units for this precision
-                for b in buckets:
-                    isl, osl = b.prompt_tokens, b.output_tokens
-                    if rep.max_batch(isl, osl) < 1:
-                        continue
-                    m = rep.serve(isl, osl)
-                    rps = queueing.max_rps_at_slo(m, ttft, tpot, statistic)
-                    if not rps > 0:
-                        continue
-                    at = (queueing.under_rps(m, rps, osl) if ttft is not None or tpot is not None
-                          else queueing.at_concurrency(m, queueing.knee(m) + 1, osl))
-                    rows.append((gpu.name, tp, precision, b.name, rps, int(m["batch"][-1]), at["ttft_ms"],
-                                 at["tpot_ms"], float(rep.vram_gb(int(m["batch"][-1]), isl, osl))))
+                by_layout = []
+                for layout in layouts_for(arch, tp):
+                    rep = layout_replica(arch, gpu, tp, precision, eff, layout)
+                    if rep is None:
+                        break  # the GPU has no units for this precision
+                    by_layout.append(_layout_rows(rep, buckets, ttft, tpot, statistic))
+                if not by_layout:
+                    break
+                rows.extend(_better_layout(by_layout))
     rows = _prune_dominated(rows)
     if not rows:
         return _empty(SIZED_INFERENCE_COLUMNS)
     return pd.DataFrame(rows, columns=SIZED_INFERENCE_COLUMNS)
+
+
+def _layout_rows(rep, buckets, ttft, tpot, statistic) -> list[tuple]:
+    """Candidate rows of one replica layout, one per bucket it fits and meets the SLOs in."""
+    rows = []
+    for b in buckets:
+        isl, osl = b.prompt_tokens, b.output_tokens
+        if rep.max_batch(isl, osl) < 1:
+            continue   # the weights (a DEP layout: its share of the experts) and one sequence do not fit
+        m = rep.serve(isl, osl)
+        rps = queueing.max_rps_at_slo(m, ttft, tpot, statistic)
+        if not rps > 0:
+            continue
+        at = (queueing.under_rps(m, rps, osl) if ttft is not None or tpot is not None
+              else queueing.at_concurrency(m, queueing.knee(m) + 1, osl))
+        rows.append((rep.gpu.name, rep.gpus, rep.precision, b.name, rps, int(m["batch"][-1]), at["ttft_ms"],
+                     at["tpot_ms"], float(rep.vram_gb(int(m["batch"][-1]), isl, osl)), rep.layout))
+    return rows
+
+
+def _better_layout(by_layout: list[list[tuple]]) -> list[tuple]:
+    """The rows of the layout that serves the most buckets, then the most rps summed over buckets as
+    shares of the best layout's rps in each (one layout per GPU type, size and precision: the planner
+    deploys one kind of replica per configuration). The first (TP) wins ties."""
+    best = {}
+    for rows in by_layout:
+        for r in rows:
+            best[r[3]] = max(best.get(r[3], 0.0), r[4])
+    return max(by_layout, key=lambda rows: (len(rows), sum(r[4] / best[r[3]] for r in rows)))
 
 
 def _prune_dominated(rows: list[tuple]) -> list[tuple]:

@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from .. import catalog as cat
-from ..errors import InputError
+from ..errors import InputError, suggest
 
 PosF = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 #: A list of names or one ``;``-separated string (gpus.csv cells), for GPUs and models alike.
@@ -135,7 +135,9 @@ def _clean(rec: dict) -> dict:
     return out
 
 
-def _pydantic_error(exc: ValidationError, file: str | None, prefix: str, entry: dict) -> InputError:
+def _pydantic_error(exc: ValidationError, file: str | None, prefix: str, entry: dict,
+                    fields: list[str] | None = None) -> InputError:
+    """The first validation error as an InputError; an unknown field gets the nearest of ``fields``."""
     e = exc.errors()[0]
     loc = ".".join(str(p) for p in e["loc"])
     field = f"{prefix}.{loc}" if loc else prefix
@@ -144,6 +146,9 @@ def _pydantic_error(exc: ValidationError, file: str | None, prefix: str, entry: 
     if e["type"] == "extra_forbidden":
         msg = "unknown field"
         value = e["loc"][0]
+        if fields:
+            return InputError(msg, file=file, field=field, value=value, allowed=", ".join(fields),
+                              suggestion=suggest(str(value), fields))
     return InputError(msg, file=file, field=field, value=value)
 
 

@@ -29,6 +29,20 @@ tokens (continuous batching; average context ISL + OSL/2)::
     prefill(ISL) = max(matmul FLOPs / (tp x peak x e_pf), weights / (tp x BW x e_bw))
                    + attention FLOPs / (tp x peak x e_pf) + all-reduces + fixed prefill overhead
 
+MoE models on n >= 2 GPUs can also be laid out as attention data parallel + expert parallel
+(DEP, :class:`DepReplica`): each GPU holds everything but the routed experts and runs attention for
+its own C/n sequences with their whole KV cache, the routed experts are sharded n ways, and tokens
+reach their experts by an all-to-all (dispatch and combine per MoE layer)::
+
+    weights per GPU = non-expert weights + ceil(E/n)/E x expert weights
+    C_max           = n x min(max_batch_seqs, floor(KV pool / (full KV per token x (ISL + OSL))))
+    t_step(C)       = max((non-expert bytes + expert bytes / n x touched(C)) / (BW x e_bw),
+                          (C/n) x 2 x active params / (peak x e_dec))
+                      + (C/n) x max(context x full KV per token / (BW x e_kv), attention FLOPs / (peak x e_dec))
+                      + (C/n) x route + a2a(C/n) + t_sched
+    a2a(b)          = 2 x MoE layers x ((n - 1) x a2a_latency_us + b x k x (n - 1)/n x hidden x 2 B
+                                        / (link x a2a_bw_fraction))
+
 Weight-only 4-bit serving (int4, W4A16; e.g. MXFP4 experts on Hopper): weights are read at 4-bit
 bytes and multiplied at the 16-bit peak after dequantisation, the body's matmul FLOPs divided by
 w4a16_dequant_efficiency (attention and the 16-bit LM head are not dequantised).
@@ -42,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..schema import DEFAULT_SLO_PERCENTILE
 from . import queueing
 from .architecture import ModelArch, arch_stats
@@ -152,6 +167,17 @@ class Replica:
     pair_decode: float = 0.0     # same, decode
     moe_k_over_e: float = 0.0    # routed experts per token / routed experts (0 = dense)
     route_s: float = 0.0         # fixed time per token the MoE layers route (k experts x MoE layers x routing cost)
+
+    # -- layout ---------------------------------------------------------------
+    @property
+    def gpus(self) -> int:
+        """GPUs in the replica."""
+        return self.tp
+
+    @property
+    def layout(self) -> str:
+        """``tp<n>``: every GPU runs every layer on a 1/n slice of each weight matrix."""
+        return f"tp{self.tp}"
 
     # -- memory ---------------------------------------------------------------
     @property
@@ -283,7 +309,7 @@ class Replica:
             "tpot_ms": tpot * 1e3,
             "rps": rps,
             "output_tokens_per_s": rps * osl,
-            "vram_gb_per_gpu": (self.static_gpu + c * (self.kv_tok_gpu * (isl + osl))) / 1e9,
+            "vram_gb_per_gpu": self.vram_gb(c, isl, osl),
             # replica time one prompt's prefill holds the engine: the prefill queue's service time
             "prefill_ms": float(self.prefill_work_s(isl)) * 1e3,
         }
@@ -314,7 +340,7 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
     weights = body * bw_param + st.params_embedding * emb_bytes
     kv_tok = st.kv_elems_per_token * kv_bytes_per_elem(precision, eff) / min(tp, st.kv_shards)
     if arch.is_moe:
-        ffn = max(arch.ffn_size if arch.dense_layers else 0,
+        ffn = max(arch.ffn_size if st.moe_layers < arch.layers else 0,
                   (arch.experts_per_token + arch.shared_experts) * (arch.expert_ffn_size or arch.ffn_size))
     else:
         ffn = arch.ffn_size
@@ -345,15 +371,204 @@ def replica(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, eff: Efficie
         chunk_tokens=eff["max_batched_tokens"], pair_prefill=st.attn_pair_flops_prefill,
         pair_decode=st.attn_pair_flops_decode,
         moe_k_over_e=(arch.experts_per_token / arch.experts) if arch.is_moe else 0.0,
-        route_s=(arch.experts_per_token * (arch.layers - arch.dense_layers) * eff["moe_route_ns"] * 1e-9)
+        route_s=(arch.experts_per_token * st.moe_layers * eff["moe_route_ns"] * 1e-9)
         if arch.is_moe else 0.0,
     )
+
+
+@dataclass(frozen=True)
+class DepReplica(Replica):
+    """A replica of ``tp`` = n GPUs laid out as attention data parallel + expert parallel (DEP).
+
+    Every GPU holds a full copy of everything but the routed experts (attention, shared experts,
+    dense layers, embeddings) and runs attention for its own C/n sequences, whose whole KV cache it
+    keeps; the routed experts of each MoE layer are sharded n ways (ceil(E/n) per GPU). Tokens
+    travel to their experts by all-to-all over the scale-up link: per MoE layer a dispatch and a
+    combine, each carrying ``hidden x activation bytes`` per routed (token, expert) pair whose
+    expert is on another GPU ((n - 1)/n of the k pairs of a token, uniform routing), at
+    ``a2a_bw_fraction`` of the one-direction link bandwidth, plus ``a2a_latency_us`` per peer
+    ((n - 1) of them) each. No all-reduce. Fields as :class:`Replica`, with ``kv_tok_gpu`` the full KV bytes per token
+    divided by n (a GPU holds 1/n of the replica's sequences: the pool and the reads per GPU
+    come out the same as a per-sequence count) and ``read_fixed`` the bytes each GPU reads.
+    """
+
+    kv_tok_seq: float = 0.0        # full KV bytes per token of one sequence (on the GPU that owns it)
+    experts_gpu: float = 0.0       # routed-expert bytes on each GPU
+    lin_expert_tok: float = 0.0    # routed-expert matmul FLOPs per token (2 x k x expert params x MoE layers)
+    moe_layers: int = 0
+    k: int = 0
+    a2a_pair_bytes: float = 0.0    # bytes per routed (token, expert) pair, each way
+    a2a_bw: float = 1.0            # achieved one-direction link bytes/s in all-to-all
+    a2a_latency_s: float = 0.0     # fixed time per peer of one all-to-all (2 all-to-alls per MoE layer per step)
+
+    @property
+    def layout(self) -> str:
+        return f"dep{self.tp}"
+
+    # -- memory ---------------------------------------------------------------
+    def max_batch(self, isl: int, osl: int) -> int:
+        """n x the sequences one GPU holds (its pool over the full KV per sequence), each GPU
+        capped at ``max_batch_seqs`` (an attention rank schedules its own batch)."""
+        if self.kv_pool_gpu <= 0:
+            return 0
+        per = int(self.kv_pool_gpu // (self.kv_tok_seq * (isl + osl)))
+        return self.tp * max(0, min(per, int(self.eff["max_batch_seqs"])))
+
+    def gpu_memory_needed_gb(self, isl: int, osl: int, batch: int = 1) -> float:
+        kv = math.ceil(batch / self.tp) * self.kv_tok_seq * (isl + osl) / self.eff["kv_cache_free_fraction"]
+        return (self.static_gpu + kv) / 1e9
+
+    def vram_gb(self, batch, isl: int, osl: int):
+        """GB used on the fullest GPU: ceil(batch / n) sequences of ISL+OSL tokens."""
+        return (self.static_gpu + np.ceil(np.asarray(batch, dtype=float) / self.tp)
+                * self.kv_tok_seq * (isl + osl)) / 1e9
+
+    # -- time -----------------------------------------------------------------
+    def allreduce_s(self, nbytes):
+        return 0.0 * np.asarray(nbytes, dtype=float)
+
+    def alltoall_bytes(self, tokens_gpu):
+        """Bytes one GPU sends in one engine step carrying ``tokens_gpu`` tokens: a dispatch and a
+        combine per MoE layer, each of tokens x k x (n - 1)/n remote pairs x hidden x activation bytes."""
+        remote = np.asarray(tokens_gpu, dtype=float) * self.k * (self.tp - 1) / self.tp
+        return 2.0 * self.moe_layers * remote * self.a2a_pair_bytes
+
+    def alltoall_s(self, tokens_gpu):
+        """Dispatch + combine time of one GPU sending ``tokens_gpu`` tokens to their experts, all
+        MoE layers: 2 x MoE layers x ((n - 1) x latency per peer + remote pairs x pair bytes / link
+        share), remote pairs = tokens x k x (n - 1)/n."""
+        return (2.0 * self.moe_layers * (self.tp - 1) * self.a2a_latency_s
+                + self.alltoall_bytes(tokens_gpu) / self.a2a_bw)
+
+    def expert_read_gpu(self, tokens):
+        """Expert bytes a GPU reads when the replica's experts see ``tokens`` tokens."""
+        return self.experts_gpu * self.experts_touched(tokens)
+
+    def decode_step_s(self, batch, context):
+        """One decode step for ``batch`` sequences over the replica (C/n per GPU): each GPU reads
+        its replicated weights and the experts of its shard the C tokens touch, multiplies its
+        share of the FLOPs, reads the full KV of its own C/n sequences, routes them and sends them
+        to their experts and back; plus the scheduler overhead."""
+        b = np.asarray(batch, dtype=float)
+        per = b / self.tp
+        read = self.read_fixed + self.expert_read_gpu(b)
+        compute = self.peak * self.e_dec
+        t_mm = np.maximum(read / (self.bw * self.e_bw),
+                          per * ((self.lin_flops_tok / self.dequant + self.head_flops_tok) / compute))
+        t_attn = per * np.maximum(context * self.kv_tok_seq / (self.bw * self.e_kv),
+                                  context * self.arch.layers * self.pair_decode / compute)
+        step = t_mm + t_attn + self.sched_s + self.route_s * per + self.alltoall_s(per)
+        return np.where(b > 0, step, 0.0)
+
+    def prefill_s(self, seq_len: int, seqs=1):
+        """Prefill of ``seqs`` prompts spread over the attention ranks (ceil(seqs/n) on the fullest):
+        its attention and replicated matmuls on one GPU, the expert matmuls of all prompts over n."""
+        seqs_arr = np.asarray(seqs, dtype=float)
+        mine = np.maximum(np.ceil(seqs_arr / self.tp), 1.0)
+        tokens_mine, tokens_all = mine * seq_len, seqs_arr * seq_len
+        denom = self.peak * self.e_pf
+        lin = (((self.lin_flops_tok - self.lin_expert_tok) * tokens_mine + self.lin_expert_tok * tokens_all / self.tp)
+               / self.dequant + self.head_flops_tok * mine) / denom
+        attn = self.arch.layers * self.pair_prefill * tokens_mine * seq_len / 2.0 / denom + self.route_s * tokens_mine
+        memory = (self.read_fixed + self.expert_read_gpu(tokens_all)) / (self.bw * self.e_bw)
+        return np.maximum(lin, memory) + attn + self.alltoall_s(tokens_mine) + self.prefill_fixed_s
+
+    def prefill_work_s(self, seq_len: int):
+        """Replica time one prompt adds to running steps: its FLOPs and routing over n GPUs and its
+        all-to-all bytes (the latencies are the step's)."""
+        lin, attn = self.prefill_compute_s(seq_len, seq_len, 1)   # FLOPs / (n x peak), route_s x tokens
+        attn = attn - self.route_s * seq_len + self.route_s * seq_len / self.tp
+        remote = seq_len * self.k * (self.tp - 1) / self.tp
+        return lin + attn + 2.0 * self.moe_layers * remote * self.a2a_pair_bytes / self.a2a_bw / self.tp
+
+
+@functools.lru_cache(maxsize=4096)
+def dep_replica(arch: ModelArch, gpu: GpuSpec, n: int, precision: str, eff: Efficiency) -> DepReplica | None:
+    """Per-replica constants of ``n`` GPUs in attention data parallel + expert parallel (DEP), or
+    ``None`` when ``gpu`` cannot run ``precision``. Needs an MoE model and n >= 2.
+
+    Memory per GPU: weights other than routed experts (replicated) + ceil(E/n)/E of the routed
+    experts + the one-GPU activation workspace + overhead (with the communication buffer); the KV
+    pool is ``kv_cache_free_fraction`` of the rest, for the GPU's own sequences at the full KV
+    bytes per token (not split: each GPU runs whole attention heads).
+    """
+    if not arch.is_moe or n < 2:
+        raise ValueError("DEP needs an MoE model and at least 2 GPUs")
+    one = replica(arch, gpu, 1, precision, eff)
+    if one is None:
+        return None
+    st = arch_stats(arch)
+    experts = one.read_experts                      # bytes of all routed experts (the replica holds one copy)
+    share = math.ceil(arch.experts / n) / arch.experts
+    experts_gpu = experts * share
+    weights_gpu = one.weights_gpu - experts + experts_gpu
+    overhead = (eff["runtime_overhead_gib"] + eff["comm_buffer_gib"]) * GIB
+    kv_seq = one.kv_tok_gpu
+    return DepReplica(
+        arch=arch, gpu=gpu, tp=n, precision=precision, eff=eff,
+        weights_gpu=weights_gpu, kv_tok_gpu=kv_seq / n, workspace_gpu=one.workspace_gpu, overhead_gpu=overhead,
+        kv_pool_gpu=eff["kv_cache_free_fraction"] * (gpu.vram_bytes - weights_gpu - one.workspace_gpu - overhead),
+        read_fixed=one.read_fixed, read_experts=experts,
+        lin_flops_tok=one.lin_flops_tok, head_flops_tok=one.head_flops_tok, peak=one.peak, bw=one.bw,
+        act_bytes=one.act_bytes, e_bw=one.e_bw, e_kv=one.e_kv, e_dec=one.e_dec, e_pf=one.e_pf,
+        dequant=one.dequant, sched_s=one.sched_s, prefill_fixed_s=one.prefill_fixed_s,
+        ar_latency_s=0.0, ar_bw=1.0, chunk_tokens=one.chunk_tokens, pair_prefill=one.pair_prefill,
+        pair_decode=one.pair_decode, moe_k_over_e=one.moe_k_over_e, route_s=one.route_s,
+        kv_tok_seq=kv_seq, experts_gpu=experts_gpu, lin_expert_tok=2.0 * st.params_expert_active,
+        moe_layers=st.moe_layers, k=arch.experts_per_token,
+        a2a_pair_bytes=arch.hidden_size * one.act_bytes, a2a_bw=gpu.link_bytes_s * eff["a2a_bw_fraction"],
+        a2a_latency_s=eff["a2a_latency_us"] * 1e-6,
+    )
+
+
+LAYOUTS = ("tp", "dep")
+
+
+def layout_replica(arch: ModelArch, gpu: GpuSpec, n: int, precision: str, eff: Efficiency,
+                   layout: str = "tp") -> Replica | None:
+    """The replica of ``n`` GPUs in ``layout`` (``tp`` or ``dep``); ``None`` if the precision is unsupported."""
+    if layout == "dep":
+        return dep_replica(arch, gpu, n, precision, eff)
+    return replica(arch, gpu, n, precision, eff)
+
+
+def layouts_for(arch: ModelArch, n: int) -> tuple[str, ...]:
+    """Layouts a replica of ``n`` GPUs of ``arch`` can take: TP always, DEP too for MoE models with n >= 2."""
+    return ("tp", "dep") if arch.is_moe and n >= 2 else ("tp",)
 
 
 def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, isl: int, osl: int,
                        eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None,
                        percentile: float | str = DEFAULT_SLO_PERCENTILE, rps: float | None = None,
-                       concurrency: int | None = None) -> dict:
+                       concurrency: int | None = None, layout: str = "tp") -> dict:
+    """One configuration in ``layout`` (``tp``, ``dep``, or ``best``: every layout the model
+    allows on ``tp`` GPUs, :func:`layouts_for`, and the one that does most; see
+    :func:`_estimate_one` for the fields). ``layout`` in the result names the one used.
+    """
+    if layout not in (*LAYOUTS, "best"):
+        raise InputError("unknown layout", field="layout", value=layout, allowed="tp, dep, best")
+    if layout == "dep" and "dep" not in layouts_for(arch, tp):
+        raise InputError("the dep layout shards routed experts: it needs an MoE model and at least 2 GPUs",
+                         field="layout", value=layout, allowed="tp or best")
+    kw = dict(ttft_ms=ttft_ms, tpot_ms=tpot_ms, percentile=percentile, rps=rps, concurrency=concurrency)
+    if layout != "best":
+        return _estimate_one(arch, gpu, tp, precision, isl, osl, eff, layout=layout, **kw)
+    results = [_estimate_one(arch, gpu, tp, precision, isl, osl, eff, layout=lay, **kw)
+               for lay in layouts_for(arch, tp)]
+    return max(results, key=_layout_score)
+
+
+def _layout_score(r: dict) -> tuple:
+    """Which layout does most: one that meets the SLO and fits, then the most requests/s at the SLO or
+    the knee (at a given load: the most capacity, i.e. the lowest utilisation); TP on ties (first)."""
+    at_load = r["load"] in ("rps", "concurrency")
+    return (bool(r["meets_slo"]), bool(r["fits"]), r["capacity_rps"] if at_load else r["rps"])
+
+
+def _estimate_one(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, isl: int, osl: int,
+                  eff: Efficiency, *, ttft_ms: float | None = None, tpot_ms: float | None = None,
+                  percentile: float | str = DEFAULT_SLO_PERCENTILE, rps: float | None = None,
+                  concurrency: int | None = None, layout: str = "tp") -> dict:
     """One configuration, one request size, one load: the ``gpuopt estimate inference`` result.
 
     The load is, in order: ``rps`` (Poisson arrivals), ``concurrency``
@@ -372,18 +587,19 @@ def estimate_inference(arch: ModelArch, gpu: GpuSpec, tp: int, precision: str, i
     ``vram_gb_per_gpu`` (at the load's mean batch, rounded up), and
     ``reason`` when it does not fit, is overloaded or meets no SLO.
     """
-    out = {"model": arch.name, "gpu": gpu.name, "gpus": tp, "precision": precision,
+    out = {"model": arch.name, "gpu": gpu.name, "gpus": tp, "layout": f"{layout}{tp}", "precision": precision,
            "prompt_tokens": isl, "output_tokens": osl, "fits": False, "meets_slo": False, "load": None,
            "vram_gb_per_gpu": None, "max_batch": 0, "rps": 0.0, "ttft_ms": None, "tpot_ms": None,
            "ttft_ms_p99": None, "tpot_ms_p99": None, "output_tokens_per_s": 0.0, "mean_batch": None,
            "queue_ms": None, "utilisation": None, "capacity_rps": 0.0,
            "weights_gb_per_gpu": None, "kv_cache_bytes_per_token_per_gpu": None}
-    rep = replica(arch, gpu, tp, precision, eff)
+    rep = layout_replica(arch, gpu, tp, precision, eff, layout)
     if rep is None:
         out["reason"] = f"{gpu.name} has no {precision} units"
         return out
     out["weights_gb_per_gpu"] = round(rep.weights_gpu / 1e9, 3)
-    out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_gpu
+    # DEP: a GPU keeps the whole cache of its own sequences (kv_tok_gpu is that over n, a replica average)
+    out["kv_cache_bytes_per_token_per_gpu"] = rep.kv_tok_seq if isinstance(rep, DepReplica) else rep.kv_tok_gpu
     cmax = rep.max_batch(isl, osl)
     if cmax < 1:
         need = rep.gpu_memory_needed_gb(isl, osl)

@@ -151,7 +151,7 @@ def _no_fit_service(problem: Problem, s, buckets: list[str], partial: bool) -> d
                 need, vram_ok = 0.0, True
                 for b in bk:
                     r = sz.estimate_inference(arch, spec, tp, prec, b.prompt_tokens, b.output_tokens, eff,
-                                              ttft_ms=s.slo.ttft_ms, tpot_ms=s.slo.tpot_ms)
+                                              ttft_ms=s.slo.ttft_ms, tpot_ms=s.slo.tpot_ms, layout="best")
                     if r.get("vram_gb_per_gpu") is None:  # precision not supported here
                         vram_ok, need = False, None
                         break
