@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     a = model.mip.arrays()
     build = time.perf_counter() - t
     t = time.perf_counter()
-    lp, duals = decompose.lp_duals(model, a)
+    lp, duals = decompose.lp_duals(model, a)  # bench problems have an LP optimum
     lp_s = time.perf_counter() - t
     print(f"# {a.n_vars:,} columns, {a.n_rows:,} rows, {len(model.data.periods)} periods; build {build:.1f} s, "
           f"LP {lp:,.2f} in {lp_s:.1f} s")

@@ -53,6 +53,7 @@ import scipy.sparse as sp
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
+from .result import Status
 
 
 @dataclass
@@ -115,7 +116,7 @@ def _rhs(y: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray) -> np.ndarray:
                     np.where(y < 0, np.where(np.isfinite(row_hi), row_hi, 0.0), 0.0))
 
 
-def _sub_arrays(a: Arrays, A: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, cost: np.ndarray) -> Arrays:
+def sub_arrays(a: Arrays, A: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, cost: np.ndarray) -> Arrays:
     """The program of ``rows`` × ``cols`` of ``a`` with objective ``cost`` (no constant)."""
     S = A[rows][:, cols].tocoo()
     return Arrays(n_vars=len(cols), n_rows=len(rows), rows=S.row.astype(np.int64), cols=S.col.astype(np.int64),
@@ -145,12 +146,12 @@ def solve_period(task: PeriodTask) -> dict:
     t0 = time.perf_counter()
     r = solve_highspy(None, time_limit=task.time_limit, gap=task.gap, arrays=task.arrays)
     bound, how = (r.bound, "mip") if r.bound is not None and np.isfinite(r.bound) else (None, "")
-    if r.status.value == "infeasible":
+    if r.status == Status.INFEASIBLE:
         how = "infeasible"
     if bound is None and how != "infeasible":  # stopped before a bound, or failed: the LP still proves
         lp = solve_highspy(None, gap=1e-9, arrays=dataclasses.replace(task.arrays,
                                                                       integer=np.zeros_like(task.arrays.integer)))
-        if lp.status.value == "optimal":
+        if lp.status == Status.OPTIMAL:
             bound, how = lp.objective, "lp"
     return {"period": task.period, "bound": bound, "bound_from": how, "status": r.status.value,
             "objective": r.objective, "seconds": time.perf_counter() - t0}
@@ -252,11 +253,11 @@ def period_tasks(split: PeriodSplit, duals: np.ndarray, time_limit: float | None
         own = np.flatnonzero(split.column_period == p)
         cols = np.union1d(own, A[rows].indices)
         c = np.where(split.column_period[cols] == p, cost[cols], mu[p][cols])
-        tasks.append(PeriodTask(split.periods[p], _sub_arrays(a, A, rows, cols, c), time_limit, gap))
+        tasks.append(PeriodTask(split.periods[p], sub_arrays(a, A, rows, cols, c), time_limit, gap))
     g = split.global_columns
     master: float | None = 0.0
     if len(g):  # a small MIP (one configuration per job and per request class): solved here
-        r = solve_highspy(None, gap=1e-9, arrays=_sub_arrays(a, A, split.master_rows, g, master_cost[g]))
+        r = solve_highspy(None, gap=1e-9, arrays=sub_arrays(a, A, split.master_rows, g, master_cost[g]))
         master = float(r.bound) if r.status.has_plan and r.bound is not None else None
     return tasks, a.c0 + constant, master
 
@@ -280,14 +281,14 @@ def start(model: Model, duals: np.ndarray, executor, time_limit: float | None = 
     return Pending(tasks, futures, constant, master, executor.workers)
 
 
-def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndarray]:
-    """The LP relaxation's optimum and row duals (HiGHS)."""
+def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndarray] | None:
+    """The LP relaxation's optimum and row duals (HiGHS), or None when HiGHS does not solve it."""
     from .backends.highspy_backend import solve_highspy
 
     a = arrays if arrays is not None else model.mip.arrays()
     r = solve_highspy(None, gap=1e-9, arrays=dataclasses.replace(a, integer=np.zeros_like(a.integer)))
-    if r.status.value != "optimal" or r.duals is None:
-        raise ValueError(f"the LP relaxation did not solve ({r.message})")
+    if r.status != Status.OPTIMAL or r.duals is None:
+        return None
     return r.objective, r.duals
 
 
@@ -298,6 +299,9 @@ def period_bound(model: Model, duals: np.ndarray | None = None, executor=None, t
 
     a = model.mip.arrays()
     if duals is None:
-        duals = lp_duals(model, a)[1]
+        lp = lp_duals(model, a)
+        if lp is None:
+            raise ValueError("the LP relaxation has no optimum: no multipliers to price the links with")
+        duals = lp[1]
     pending = start(model, duals, executor or Inline(), time_limit, gap, arrays=a)
     return pending.collect(None if time_limit is None else time_limit + 5.0)

@@ -112,10 +112,15 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
                              "is infeasible)", solve_seconds=lp.solve_seconds, build_seconds=lp.build_seconds)
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-    pending = None
+    pending, no_duals = None, False
     if executor is not None and lp_bound is not None and len(model.data.periods) > 1:
-        duals = lp.duals if lp.duals is not None else decompose.lp_duals(model)[1]
-        pending = decompose.start(model, duals, executor, time_limit=left, gap=gap)
+        duals = lp.duals
+        if duals is None:  # a back end that reports no duals: HiGHS solves the LP again for them
+            again = decompose.lp_duals(model)
+            duals = None if again is None else again[1]
+        if duals is not None:
+            pending = decompose.start(model, duals, executor, time_limit=left, gap=gap)
+        no_duals = duals is None
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
@@ -131,6 +136,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     if pending is not None:
         wait = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
         _apply_decomposition(result, pending.collect(wait), gap)
+    elif no_duals:
+        result.message += "; the periods were not solved apart: HiGHS gave no LP duals to price the links with"
     return result
 
 

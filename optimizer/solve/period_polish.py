@@ -35,7 +35,7 @@ import numpy as np
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
-from .decompose import PeriodSplit, _sub_arrays, split_by_period
+from .decompose import PeriodSplit, sub_arrays, split_by_period
 from .feasibility import objective, violations
 
 
@@ -58,7 +58,7 @@ def restriction(split: PeriodSplit, A_csc, p: int, x: np.ndarray, time_limit: fl
     rest = x.copy()
     rest[cols] = 0.0
     shift = A[rows] @ rest
-    sub = _sub_arrays(a, A, rows, cols, a.c[cols])
+    sub = sub_arrays(a, A, rows, cols, a.c[cols])
     sub = dataclasses.replace(sub, row_lo=a.row_lo[rows] - shift, row_hi=a.row_hi[rows] - shift)
     return PeriodRestriction(split.periods[p], cols, sub, x[cols].copy(), time_limit)
 
