@@ -21,6 +21,9 @@ import uuid
 
 from .errors import InputError
 
+#: how long to wait for a Dask scheduler to answer before the address is an input error
+CONNECT_TIMEOUT = "15s"
+
 
 class Inline:
     """Runs each task when it is submitted, in this process; its future is already done."""
@@ -60,7 +63,7 @@ def dask_client(scheduler: str | None, workers: int):
         raise InputError("--executor dask needs dask[distributed] installed", field="--executor") from None
     if scheduler:
         try:
-            return Client(scheduler, timeout="15s"), None
+            return Client(scheduler, timeout=CONNECT_TIMEOUT), None
         except (OSError, TimeoutError, ValueError) as e:
             raise InputError(f"cannot reach the Dask scheduler ({e})", field="--scheduler", value=scheduler,
                              allowed="an address such as tcp://HOST:8786") from None

@@ -145,9 +145,11 @@ def test_scheduler_without_dask_is_a_usage_error(tmp_path):
     assert r.exit_code == 2 and "--scheduler needs --executor dask" in r.output
 
 
-def test_an_unreachable_scheduler_is_an_input_error():
+def test_an_unreachable_scheduler_is_an_input_error(monkeypatch):
+    from optimizer import executors
     from optimizer.errors import InputError
 
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "2s")  # nothing listens there: no need to wait 15 s
     with pytest.raises(InputError) as e:
         make_executor("dask", 1, "tcp://127.0.0.1:9")
     assert e.value.field == "--scheduler"
