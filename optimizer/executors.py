@@ -73,20 +73,39 @@ def dask_client(scheduler: str | None, workers: int):
 
 
 class Dask:
-    """A Dask cluster (see :func:`dask_client`); ``workers`` is its number of worker threads."""
+    """A Dask cluster (see :func:`dask_client`); ``workers`` is its number of worker threads.
+
+    A scheduler's address is reached at once (a wrong one is an input error
+    before any solve); a local cluster starts at the first task, so its
+    start-up (seconds) falls inside the solve's time limit rather than
+    before it.
+    """
 
     def __init__(self, scheduler: str | None, workers: int):
-        self.client, self._cluster = dask_client(scheduler, workers)
-        self.workers = max(1, sum(self.client.nthreads().values()))
+        self._scheduler, self._n_workers = scheduler, workers
+        self._client, self._cluster = dask_client(scheduler, workers) if scheduler else (None, None)
         self._tag = uuid.uuid4().hex[:8]
         self._n = 0
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client, self._cluster = dask_client(None, self._n_workers)
+        return self._client
+
+    @property
+    def workers(self) -> int:
+        if self._client is None:
+            return max(1, self._n_workers)
+        return max(1, sum(self._client.nthreads().values()))
 
     def submit(self, fn, arg):
         self._n += 1
         return self.client.submit(fn, arg, key=f"gpuopt-{self._tag}-{self._n}", pure=False)
 
     def close(self) -> None:
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
         if self._cluster is not None:
             self._cluster.close()
 

@@ -95,12 +95,19 @@ def test_a_period_model_not_done_in_time_counts_its_lp_bound(tmp_path):
 
             return cf.Future()
 
+    from optimizer.solve.driver import relaxation
+
     model = model_of(tmp_path, reserved_problem())
     lp, duals = decompose.lp_duals(model)
     res = decompose.start(model, duals, Never()).collect(timeout=0.0)
     # every period at its LP price: the LP bound again (21,500), never more
     assert list(res.periods["status"]) == ["not finished", "not finished"]
     assert not res.complete
+    assert res.bound == pytest.approx(21_500)
+    # given the LP's optimum, each period counts its part of it, with no solve: p1 pays its 14 on-demand GPUs
+    # (14,000) and its 6 reserved GPUs at 1,000 (6,000), p2 its 6 reserved GPUs at 250 (1,500)
+    res = decompose.start(model, duals, Never(), lp_x=relaxation(model).x).collect(timeout=0.0)
+    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
     assert res.bound == pytest.approx(21_500)
 
 

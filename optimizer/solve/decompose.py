@@ -185,25 +185,30 @@ class Pending:
     """Period models handed to an executor; :meth:`collect` sums their bounds."""
 
     def __init__(self, tasks: list[PeriodTask], futures: list, constant: float, master: float | None,
-                 workers: int):
+                 workers: int, lp_values: list[float] | None = None):
         self.tasks, self.futures = tasks, futures
         self.constant, self.master, self.workers = constant, master, workers
+        self.lp_values = lp_values
         self.t0 = time.perf_counter()
 
     def collect(self, timeout: float | None = None) -> DecompositionBound:
         """Wait up to ``timeout`` seconds in all; a period model not done by then counts its LP bound."""
         deadline = None if timeout is None else time.perf_counter() + timeout
         rows = []
-        for task, fut in zip(self.tasks, self.futures):
+        for i, (task, fut) in enumerate(zip(self.tasks, self.futures)):
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
             try:
                 rows.append(fut.result(timeout=left))
             except TimeoutError:  # concurrent.futures' and Dask's: the model is still running there
                 fut.cancel()
-                relaxed = dataclasses.replace(task, arrays=dataclasses.replace(
-                    task.arrays, integer=np.zeros_like(task.arrays.integer)), time_limit=None)
-                row = solve_period(relaxed)
-                row["bound_from"] = "lp" if row["bound"] is not None else row["bound_from"]
+                if self.lp_values is not None:
+                    row = {"period": task.period, "bound": self.lp_values[i], "bound_from": "lp", "objective": None,
+                           "seconds": 0.0}
+                else:
+                    relaxed = dataclasses.replace(task, arrays=dataclasses.replace(
+                        task.arrays, integer=np.zeros_like(task.arrays.integer)), time_limit=None)
+                    row = solve_period(relaxed)
+                    row["bound_from"] = "lp" if row["bound"] is not None else row["bound_from"]
                 row["status"] = "not finished"
                 rows.append(row)
         df = pd.DataFrame(rows, columns=["period", "bound", "bound_from", "status", "objective", "seconds"])
@@ -249,9 +254,7 @@ def period_tasks(split: PeriodSplit, duals: np.ndarray, time_limit: float | None
     a, A = split.arrays, split.A
     constant, cost, mu, master_cost = multipliers(split, duals)
     tasks = []
-    for p, rows in enumerate(split.local_rows):
-        own = np.flatnonzero(split.column_period == p)
-        cols = np.union1d(own, A[rows].indices)
+    for p, (rows, cols) in enumerate(zip(split.local_rows, split_columns(split))):
         c = np.where(split.column_period[cols] == p, cost[cols], mu[p][cols])
         tasks.append(PeriodTask(split.periods[p], sub_arrays(a, A, rows, cols, c), time_limit, gap))
     g = split.global_columns
@@ -263,22 +266,34 @@ def period_tasks(split: PeriodSplit, duals: np.ndarray, time_limit: float | None
 
 
 def start(model: Model, duals: np.ndarray, executor, time_limit: float | None = None, gap: float = 1e-6,
-          arrays: Arrays | None = None, period_limit: float | None = None) -> Pending:
+          arrays: Arrays | None = None, period_limit: float | None = None, lp_x: np.ndarray | None = None
+          ) -> Pending:
     """Hand the period models at ``duals`` to ``executor``; they run while the caller goes on.
 
     ``time_limit``: wall-clock seconds for all of them; each gets its share
     of the executor's workers (``time_limit`` ÷ ⌈periods ÷ workers⌉, 90 % of
     it, so the last ones end in time). ``period_limit``: seconds for each
-    instead.
+    instead. ``lp_x``: the LP optimum whose ``duals`` these are; a period
+    not finished in time then counts its part of it (its LP optimum at
+    these prices, by complementary slackness) instead of solving its LP.
     """
     split = split_by_period(model, arrays)
     n = len(split.periods)
     waves = max(1, math.ceil(n / max(1, executor.workers)))
     each = period_limit if period_limit is not None else (
-        None if time_limit is None else max(1.0, 0.9 * time_limit / waves))
+        None if time_limit is None else max(0.2, 0.9 * time_limit / waves))
     tasks, constant, master = period_tasks(split, duals, each, gap)
+    lp_values = None
+    if lp_x is not None:
+        lp_values = [float(t.arrays.c @ lp_x[cols]) for t, cols in zip(tasks, split_columns(split))]
     futures = [executor.submit(solve_period, t) for t in tasks]
-    return Pending(tasks, futures, constant, master, executor.workers)
+    return Pending(tasks, futures, constant, master, executor.workers, lp_values)
+
+
+def split_columns(split: PeriodSplit) -> list[np.ndarray]:
+    """The columns of each period's model, in the order :func:`period_tasks` gives them."""
+    return [np.union1d(np.flatnonzero(split.column_period == p), split.A[rows].indices)
+            for p, rows in enumerate(split.local_rows)]
 
 
 def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndarray] | None:

@@ -64,6 +64,9 @@ MAX_SPLIT = 16
 #: under a time limit, the share of the time left after the fix-and-optimize rounds that the period rounds
 #: (:mod:`optimizer.solve.period_polish`) may use before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
+#: under a time limit and with an executor, the share of the time after the LP kept for the periods solved
+#: apart (:mod:`optimizer.solve.decompose`), after the search
+DECOMPOSITION_SHARE = 0.2
 #: under a time limit, the stages of :func:`solve_stable` run only when the LP relaxation took at most this
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
@@ -100,9 +103,9 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     Returns the back end's result with ``relaxation_bound`` set; the bound
     reported is never below the relaxation's. With an ``executor``
     (:mod:`optimizer.executors`), the period models of
-    :mod:`optimizer.solve.decompose` run on it at the LP's duals while the
-    search goes on, and their bound (``decomposition_bound``) proves where
-    it is the best.
+    :mod:`optimizer.solve.decompose` run on it at the LP's duals after the
+    search, in :data:`DECOMPOSITION_SHARE` of the time, and their bound
+    (``decomposition_bound``) proves where it is the best.
     """
     t0 = time.perf_counter()
     lp = relaxation(model, solver, time_limit)
@@ -112,16 +115,11 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
                              "is infeasible)", solve_seconds=lp.solve_seconds, build_seconds=lp.build_seconds)
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-    pending, no_duals = None, False
-    if executor is not None and lp_bound is not None and len(model.data.periods) > 1:
-        duals = lp.duals
-        if duals is None:  # a back end that reports no duals: HiGHS solves the LP again for them
-            again = decompose.lp_duals(model)
-            duals = None if again is None else again[1]
-        if duals is not None:
-            pending = decompose.start(model, duals, executor, time_limit=left, gap=gap)
-        no_duals = duals is None
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    apart = executor is not None and lp_bound is not None and len(model.data.periods) > 1
+    if apart and left is not None:
+        # the periods are solved apart after the search, in their own share: on this machine's cores they
+        # would slow the search down, and on shared workers the period rounds would queue behind them
+        left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                               executor=executor)
@@ -133,12 +131,26 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         # a limit hit before the solver's own root LP finished: the relaxation is still a proof
         result.bound = lp_bound
         result.gap = relative_gap(result.objective, lp_bound)
-    if pending is not None:
-        wait = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
-        _apply_decomposition(result, pending.collect(wait), gap)
-    elif no_duals:
-        result.message += "; the periods were not solved apart: HiGHS gave no LP duals to price the links with"
+    if apart:
+        _solve_apart(model, lp, executor, None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                     gap, result)
     return result
+
+
+def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
+                 result: SolveResult) -> None:
+    """The periods solved apart at the LP's duals on ``executor`` within ``seconds``; ``result`` takes their bound."""
+    duals = lp.duals
+    if duals is None:  # a back end that reports no duals: HiGHS solves the LP again for them
+        again = decompose.lp_duals(model)
+        duals = None if again is None else again[1]
+    if duals is None:
+        result.message += "; the periods were not solved apart: HiGHS gave no LP duals to price the links with"
+        return
+    t = time.perf_counter()
+    pending = decompose.start(model, duals, executor, time_limit=seconds, gap=gap, lp_x=lp.x)
+    wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
+    _apply_decomposition(result, pending.collect(wait), gap)
 
 
 def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float) -> None:
