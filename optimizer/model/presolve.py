@@ -36,6 +36,7 @@ from ..candidates import Candidates
 from ..load import Problem
 from .formulation import SHARED, ModelData, build_model, replicas_needed
 from .mip import MIP
+from .strengthen import CUTS, add_cuts
 
 #: Offering fields that must agree for two offerings to hold the same things at the same price.
 SAME = ["gpu", "gpus_per_unit", "region", "provider", "pricing", "price_per_hour", "interruptions_per_hour",
@@ -176,8 +177,9 @@ def tighten_bounds(mip: MIP, d: ModelData, vt: dict) -> dict[str, int]:
 # ---------------------------------------------------------------------------
 
 
-def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:
-    """The reductions (unless ``enabled`` is false), ``build_model``, then tightened bounds."""
+def build(problem: Problem, cands: Candidates, enabled: bool = True, cuts=CUTS) -> Model:
+    """The reductions (unless ``enabled`` is false), ``build_model``, tightened bounds, then the valid
+    inequalities ``cuts`` (:mod:`optimizer.model.strengthen`; ``()`` for none)."""
     dropped_c = pd.DataFrame(columns=["service", "config", "dominated_by"])
     dropped_o = pd.DataFrame(columns=["id", "kept"])
     reduced = problem
@@ -188,5 +190,6 @@ def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:
     mip, data, vt = build_model(reduced, cands)
     if enabled:
         tighten_bounds(mip, data, vt)
+    add_cuts(mip, data, vt, cuts)
     # the plan speaks of the user's problem; the model's tables hold only the offerings kept
     return Model(problem, cands, mip, data, vt, dropped_c, dropped_o)
