@@ -15,6 +15,9 @@ derived from demand is not valid once demand may be missed.
 ``replica-unit``
     x_{s,k,o,p} ≤ X̄·H_{o,p} where a replica's upper bound X̄ (presolve) is
     below what one unit holds (G/n): a replica needs a whole unit.
+``cluster-unit-floor``
+    ``unit-floor`` of a GPU type's services with a shared training cluster
+    beside them: with the cluster running (w = 1) the floor holds its GPUs too.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from .mip import MIP
 
 #: every family, in the order they are added
 CUTS = ("unit-floor", "replica-unit", "cluster-unit-floor")
-#: the knapsack of :func:`min_gpus` is solved exactly up to this many GPUs; above, the LP's ceiling
-MAX_EXACT_GPUS = 2048
+#: the knapsack of :func:`min_gpus_single` is solved exactly up to this many GPUs; above, the LP's ceiling
+MAX_EXACT_GPUS = 512
 
 
 def min_gpus_single(demand: float, gpus: np.ndarray, rps: np.ndarray, min_replicas: int) -> int:
@@ -38,7 +41,8 @@ def min_gpus_single(demand: float, gpus: np.ndarray, rps: np.ndarray, min_replic
 
     min Σ_k n_k·x_k s.t. Σ_k r_k·x_k ≥ demand, Σ_k x_k ≥ min_replicas, x integer ≥ 0: an
     unbounded knapsack over the GPU count g, best[g][m] = most rps with g GPUs and
-    min(m, min_replicas) replicas. Above :data:`MAX_EXACT_GPUS`, the LP's value rounded up.
+    min(m, min_replicas) replicas. When one configuration alone needs more than
+    :data:`MAX_EXACT_GPUS`, the LP's value rounded up (GPUs come whole).
     """
     gpus = np.asarray(gpus, int)
     rps = np.asarray(rps, float)
@@ -56,17 +60,15 @@ def min_gpus_single(demand: float, gpus: np.ndarray, rps: np.ndarray, min_replic
     best = np.full((single + 1, mr + 1), -np.inf)
     best[0, 0] = 0.0
     for g in range(1, single + 1):
-        for n, r in zip(gpus, rps):
-            if n > g:
-                continue
-            prev = best[g - n]
-            for m in range(mr + 1):
-                if prev[m] == -np.inf:
-                    continue
-                m2 = min(m + 1, mr)
-                v = prev[m] + r
-                if v > best[g, m2]:
-                    best[g, m2] = v
+        ks = gpus <= g
+        if not ks.any():
+            continue
+        val = best[g - gpus[ks]] + rps[ks, None]  # one more replica of each configuration
+        row = np.full(mr + 1, -np.inf)
+        if mr:
+            row[1:] = val[:, :-1].max(axis=0)
+        row[mr] = max(row[mr], val[:, mr].max())
+        best[g] = row
         if best[g, mr] >= need:
             return g
     return single
@@ -79,26 +81,35 @@ def service_gpu_floor(d) -> pd.DataFrame:
     buckets: its LP value Σ_b D_b·min_k n_k/r_{k,b}, rounded up (GPUs come
     whole), and never below min_replicas × the smallest replica.
     """
+    cached = getattr(d, "_gpu_floor", None)
+    if cached is not None:
+        return cached
     opts = d.inference_options[["service", "config", "period", "gpus"]].drop_duplicates(
         ["service", "config", "period"])
-    dem = d.demand.rename(columns={"rps": "demand"})
-    floors = d.min_replicas.set_index(["service", "period"])["min_replicas"]
-    out = []
-    for (s, p), grp in opts.groupby(["service", "period"], sort=False):
-        mr = int(floors.get((s, p), 0))
-        rk = grp.merge(d.rps, on=["service", "config"]).merge(
-            dem[(dem["service"] == s) & (dem["period"] == p)], on=["service", "bucket", "period"])
-        nmin = int(grp["gpus"].min())
-        if s in d.multi_bucket:
-            per = (rk["gpus"] / rk["rps"]).groupby(rk["bucket"]).min()
-            D = rk.groupby("bucket")["demand"].first()
-            lb = max(math.ceil(float((per * D).sum()) - 1e-6), mr * nmin)
-        elif len(rk):
-            lb = min_gpus_single(float(rk["demand"].iloc[0]), rk["gpus"].to_numpy(), rk["rps"].to_numpy(), mr)
-        else:
-            lb = mr * nmin
-        out.append((s, p, int(lb)))
-    return pd.DataFrame(out, columns=["service", "period", "lb"])
+    sp = opts.groupby(["service", "period"], as_index=False, sort=False)["gpus"].min().rename(
+        columns={"gpus": "nmin"})
+    sp = sp.merge(d.min_replicas, on=["service", "period"], how="left").fillna({"min_replicas": 0})
+    rk = opts.merge(d.rps, on=["service", "config"]).merge(
+        d.demand.rename(columns={"rps": "demand"}), on=["service", "bucket", "period"])
+    rk = rk[rk["rps"] > 0]
+    lb = {}
+    multi = rk["service"].isin(d.multi_bucket).to_numpy()
+    m = rk[multi].assign(per=lambda f: f["gpus"] / f["rps"])
+    if len(m):
+        per = m.groupby(["service", "period", "bucket"]).agg(per=("per", "min"), D=("demand", "first"))
+        lp = (per["per"] * per["D"]).groupby(level=["service", "period"]).sum()
+        lb.update({k: math.ceil(v - 1e-6) for k, v in lp.items()})
+    single = rk[~multi]
+    floors = sp.set_index(["service", "period"])["min_replicas"]
+    for (sv, p), g in single.groupby(["service", "period"], sort=False):
+        lb[(sv, p)] = min_gpus_single(float(g["demand"].iloc[0]), g["gpus"].to_numpy(), g["rps"].to_numpy(),
+                                      int(floors.get((sv, p), 0)))
+    key = list(zip(sp["service"], sp["period"]))
+    got = np.array([lb.get(k, 0) for k in key], float)
+    sp["lb"] = np.maximum(got, sp["min_replicas"].to_numpy(float) * sp["nmin"].to_numpy(float)).astype(int)
+    out = sp[["service", "period", "lb"]]
+    object.__setattr__(d, "_gpu_floor", out)
+    return out
 
 
 def _groups(d, every_type: bool = False) -> pd.DataFrame:
