@@ -17,7 +17,10 @@ optimum. In short:
    cannot hold at the same price; it is dropped. (Owned offerings with
    existing units are never dropped: those units are already paid for.)
 3. **Tight upper bounds on integer variables** (:func:`tighten_bounds`),
-   from demand: replicas ≤ max(⌈Σ_b demand_b ÷ rps_b⌉, min_replicas),
+   from demand: replicas ≤ max(⌈Σ_b demand_b ÷ rps_b⌉, min_replicas) (for a
+   service with a replica start cost, the most of that over the periods:
+   replicas kept through a dip can save the starts after it, and capping
+   each offering's replicas at that constant never adds a start),
    routed rps ≤ the bucket's demand, units running ≤ ⌈(most inference GPUs
    + the largest shared cluster) ÷ G⌉, reserved units per term block and
    new owned units ≤ ⌈(most inference GPUs + Σ jobs' largest cluster) ÷ G⌉
