@@ -32,10 +32,20 @@ IDLE_UNIT = {"periods": TWO_PERIODS,
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
 def test_whole_units_are_chosen_not_rounded(tmp_path, solver):
     pr = load_problem(write_problem(tmp_path, IDLE_UNIT))
-    model = presolve.build(pr, build_candidates(pr))
+    # the model's own rows, without the valid inequalities of optimizer/model/strengthen.py
+    model = presolve.build(pr, build_candidates(pr), cuts=())
     lp = driver.relaxation(model, solver)
     assert lp.status == Status.OPTIMAL and lp.objective == pytest.approx(1_000)
     res = driver.solve(model, solver, gap=1e-9)
     assert res.status == Status.OPTIMAL and res.objective == pytest.approx(1_500)
     assert res.relaxation_bound == pytest.approx(1_000)
     assert res.bound == pytest.approx(1_500, rel=1e-6)
+    # with them (the default), the LP is already the optimum: at most X̄ = 5 replicas, and 5 × 1 GPU < 8,
+    # so `replica-unit` gives x_p ≤ 5·u in each period: a share a on the reservation needs u ≥ a,
+    # 1,600·a, the rest on demand 1,500·(1 − a), least at a = 0: 1,500. (`unit-floor` alone cannot
+    # round: the offerings bill 1 and 8 GPUs, so its row is in GPUs, 8·u + y ≥ 5, as the LP's 0.625.)
+    model = presolve.build(pr, build_candidates(pr))
+    lp = driver.relaxation(model, solver)
+    assert lp.status == Status.OPTIMAL and lp.objective == pytest.approx(1_500)
+    res = driver.solve(model, solver, gap=1e-9)
+    assert res.status == Status.OPTIMAL and res.objective == pytest.approx(1_500)

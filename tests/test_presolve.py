@@ -108,3 +108,23 @@ def test_bounds_are_finite_and_respect_demand():
     assert (rep.upper < float("inf")).all()
     run = model.mip.variables["units-running"]
     assert (run.upper < float("inf")).all()
+
+
+def test_replicas_kept_through_a_dip_to_save_starts(solve):
+    # Three periods of 100 h, demand 10, 1, 10 rps; 1-GPU replicas at 1 rps (a 2-GPU one at 1.5 rps is
+    # dearer per rps and only makes two configurations, so the stability rows are built); 2-GPU units at
+    # 0.02 $/h, at most 3 per offering in two regions (10 GPUs need both); 100 per replica started.
+    # Following demand: 5 units (10) + 1 unit (2) + 5 units (10) + 9 starts in p3 (900) = 922.
+    # Keeping the 10 replicas through p2: 3 × 10 = 30, no start. Optimum 30. Presolve's replica bound
+    # was the period's own need (1 in p2) and the stability row's big-M Σ_p X̄_p = 21 < 30 replicas
+    # summed over offerings and periods: both cut the optimum off (922).
+    off = [{"id": i, "gpu": "H100-SXM", "gpus_per_unit": 2, "region": r, "pricing": "on_demand",
+            "price_per_hour": 0.02, "max_units": 3} for i, r in (("a", "r1"), ("b", "r2"))]
+    data = {"periods": [{"name": f"p{i}", "hours": 100, "month": 0} for i in (1, 2, 3)], "offerings": off,
+            "inference": [svc(demand={"p1": 10, "p2": 1, "p3": 10}, gpus=1, rps=1.0,
+                              profiles=[{"gpu": "H100-SXM", "gpus": 1, "rps": 1.0},
+                                        {"gpu": "H100-SXM", "gpus": 2, "rps": 1.5}])],
+            "stability": {"replica_start_cost": 100}}
+    plan = solve(data, solver="highs")
+    assert plan.objective == pytest.approx(30)
+    assert plan.inference.groupby("period")["replicas"].sum().to_dict() == {"p1": 10, "p2": 10, "p3": 10}

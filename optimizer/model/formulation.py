@@ -319,7 +319,14 @@ def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
         # solves 7x faster on bench x1 (docs/performance.md)
         xs = x[x["service"].isin(limited["service"])]
         if len(xs):
-            cap = replicas_needed(d).groupby(["service", "config"], as_index=False)["ub"].sum().merge(
+            need = replicas_needed(d)
+            # with a start cost each offering may keep up to the bound (replicas_needed), so the sum over
+            # offerings is at most their count times it; without, one period never needs more than X̄ in all
+            n_off = xs.groupby(["service", "config", "period"], as_index=False)["offering"].nunique()
+            need = need.merge(n_off, on=["service", "config", "period"]).merge(
+                st[["service", "replica_start_cost"]], on="service")
+            need["ub"] = np.where(need["replica_start_cost"] > 0, need["ub"] * need["offering"], need["ub"])
+            cap = need.groupby(["service", "config"], as_index=False)["ub"].sum().merge(
                 used, on=["service", "config"])
             keys = ["service", "config"]
             m.add("stability-config-used", lin(xs, 1.0, keys) - lin(cap, cap["ub"], keys) <= 0.0)
@@ -366,6 +373,13 @@ def replicas_needed(d: ModelData) -> pd.DataFrame:
     ub = need.groupby(["service", "config", "period"], as_index=False)["t"].sum()
     ub = ub.merge(d.min_replicas, on=["service", "period"], how="left")
     ub["ub"] = np.maximum(np.ceil(ub["t"] - 1e-9), ub["min_replicas"].fillna(0.0))
+    # with a start cost, replicas kept through a dip can avoid starts after it: the bound is the most any
+    # period needs (capping each offering's replicas at that constant never adds a start, and the
+    # capped count still carries any period's demand alone)
+    costly = set(d.stability.loc[d.stability["replica_start_cost"] > 0, "service"])
+    if costly:
+        c = ub["service"].isin(costly)
+        ub.loc[c, "ub"] = ub[c].groupby(["service", "config"])["ub"].transform("max")
     return ub[["service", "config", "period", "ub"]]
 
 

@@ -17,7 +17,10 @@ optimum. In short:
    cannot hold at the same price; it is dropped. (Owned offerings with
    existing units are never dropped: those units are already paid for.)
 3. **Tight upper bounds on integer variables** (:func:`tighten_bounds`),
-   from demand: replicas ≤ max(⌈Σ_b demand_b ÷ rps_b⌉, min_replicas),
+   from demand: replicas ≤ max(⌈Σ_b demand_b ÷ rps_b⌉, min_replicas) (for a
+   service with a replica start cost, the most of that over the periods:
+   replicas kept through a dip can save the starts after it, and capping
+   each offering's replicas at that constant never adds a start),
    routed rps ≤ the bucket's demand, units running ≤ ⌈(most inference GPUs
    + the largest shared cluster) ÷ G⌉, reserved units per term block and
    new owned units ≤ ⌈(most inference GPUs + Σ jobs' largest cluster) ÷ G⌉
@@ -36,6 +39,7 @@ from ..candidates import Candidates
 from ..load import Problem
 from .formulation import SHARED, ModelData, build_model, replicas_needed
 from .mip import MIP
+from .strengthen import CUTS, add_cuts
 
 #: Offering fields that must agree for two offerings to hold the same things at the same price.
 SAME = ["gpu", "gpus_per_unit", "region", "provider", "pricing", "price_per_hour", "interruptions_per_hour",
@@ -176,8 +180,9 @@ def tighten_bounds(mip: MIP, d: ModelData, vt: dict) -> dict[str, int]:
 # ---------------------------------------------------------------------------
 
 
-def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:
-    """The reductions (unless ``enabled`` is false), ``build_model``, then tightened bounds."""
+def build(problem: Problem, cands: Candidates, enabled: bool = True, cuts=CUTS) -> Model:
+    """The reductions (unless ``enabled`` is false), ``build_model``, tightened bounds, then the valid
+    inequalities ``cuts`` (:mod:`optimizer.model.strengthen`; ``()`` for none)."""
     dropped_c = pd.DataFrame(columns=["service", "config", "dominated_by"])
     dropped_o = pd.DataFrame(columns=["id", "kept"])
     reduced = problem
@@ -188,5 +193,6 @@ def build(problem: Problem, cands: Candidates, enabled: bool = True) -> Model:
     mip, data, vt = build_model(reduced, cands)
     if enabled:
         tighten_bounds(mip, data, vt)
+    add_cuts(mip, data, vt, cuts)
     # the plan speaks of the user's problem; the model's tables hold only the offerings kept
     return Model(problem, cands, mip, data, vt, dropped_c, dropped_o)

@@ -1,0 +1,242 @@
+"""Valid inequalities that tighten the LP relaxation; added by :func:`optimizer.model.presolve.build`.
+
+Each family is named and can be left out (``presolve.build(..., cuts=())``)
+so a test can solve a model both ways. docs/formulation.md ("Valid
+inequalities") argues each one and docs/performance.md measures it. None is
+added to the model that :mod:`optimizer.studies.diagnose` makes elastic
+(it calls :func:`~optimizer.model.formulation.build_model` itself): a row
+derived from demand is not valid once demand may be missed.
+
+``unit-floor``
+    Per period, and per service or per GPU type: the units held of the
+    offerings the services can use hold at least the GPUs their demand
+    needs with whole replicas, rounded up to whole units (an integer
+    lower bound of the GPUs, then a Chvátal–Gomory rounding).
+``replica-unit``
+    x_{s,k,o,p} ≤ X̄·H_{o,p} where a replica's upper bound X̄ (presolve) is
+    below what one unit holds (G/n): a replica needs a whole unit.
+``cluster-unit-floor``
+    ``unit-floor`` of a GPU type's services with a shared training cluster
+    beside them: with the cluster running (w = 1) the floor holds its GPUs too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .expr import lin, rhs_table
+from .mip import MIP
+
+#: every family, in the order they are added
+CUTS = ("unit-floor", "replica-unit", "cluster-unit-floor")
+#: the knapsack of :func:`min_gpus_single` is solved exactly up to this many GPUs; above, the LP's ceiling
+MAX_EXACT_GPUS = 512
+
+
+def min_gpus_single(demand: float, gpus: np.ndarray, rps: np.ndarray, min_replicas: int) -> int:
+    """Fewest GPUs whole replicas need to carry ``demand`` rps (one request size), with at least ``min_replicas``.
+
+    min Σ_k n_k·x_k s.t. Σ_k r_k·x_k ≥ demand, Σ_k x_k ≥ min_replicas, x integer ≥ 0: an
+    unbounded knapsack over the GPU count g, best[g][m] = most rps with g GPUs and
+    min(m, min_replicas) replicas. When one configuration alone needs more than
+    :data:`MAX_EXACT_GPUS`, the LP's value rounded up (GPUs come whole).
+    """
+    gpus = np.asarray(gpus, int)
+    rps = np.asarray(rps, float)
+    ok = rps > 0
+    gpus, rps = gpus[ok], rps[ok]
+    if not len(gpus):
+        return 0
+    mr = max(int(min_replicas), 0)
+    need = demand * (1.0 - 1e-9) - 1e-9
+    lp = max(float(np.min(gpus / rps)) * max(demand, 0.0), mr * int(gpus.min()))
+    # a plan with one configuration alone: an upper limit on the search
+    single = int(min(n * max(math.ceil(need / r) if need > 0 else 0, mr) for n, r in zip(gpus, rps)))
+    if single > MAX_EXACT_GPUS:
+        return int(math.ceil(lp - 1e-6))
+    best = np.full((single + 1, mr + 1), -np.inf)
+    best[0, 0] = 0.0
+    for g in range(1, single + 1):
+        ks = gpus <= g
+        if not ks.any():
+            continue
+        val = best[g - gpus[ks]] + rps[ks, None]  # one more replica of each configuration
+        row = np.full(mr + 1, -np.inf)
+        if mr:
+            row[1:] = val[:, :-1].max(axis=0)
+        row[mr] = max(row[mr], val[:, mr].max())
+        best[g] = row
+        if best[g, mr] >= need:
+            return g
+    return single
+
+
+def service_gpu_floor(d) -> pd.DataFrame:
+    """Per (service, period): the fewest GPUs its demand and floor need with whole replicas (column ``lb``).
+
+    A single-size service: :func:`min_gpus_single`. A service with request
+    buckets: its LP value Σ_b D_b·min_k n_k/r_{k,b}, rounded up (GPUs come
+    whole), and never below min_replicas × the smallest replica.
+    """
+    cached = getattr(d, "_gpu_floor", None)
+    if cached is not None:
+        return cached
+    opts = d.inference_options[["service", "config", "period", "gpus"]].drop_duplicates(
+        ["service", "config", "period"])
+    sp = opts.groupby(["service", "period"], as_index=False, sort=False)["gpus"].min().rename(
+        columns={"gpus": "nmin"})
+    sp = sp.merge(d.min_replicas, on=["service", "period"], how="left").fillna({"min_replicas": 0})
+    rk = opts.merge(d.rps, on=["service", "config"]).merge(
+        d.demand.rename(columns={"rps": "demand"}), on=["service", "bucket", "period"])
+    rk = rk[rk["rps"] > 0]
+    lb = {}
+    multi = rk["service"].isin(d.multi_bucket).to_numpy()
+    m = rk[multi].assign(per=lambda f: f["gpus"] / f["rps"])
+    if len(m):
+        per = m.groupby(["service", "period", "bucket"]).agg(per=("per", "min"), D=("demand", "first"))
+        lp = (per["per"] * per["D"]).groupby(level=["service", "period"]).sum()
+        lb.update({k: math.ceil(v - 1e-6) for k, v in lp.items()})
+    single = rk[~multi]
+    floors = sp.set_index(["service", "period"])["min_replicas"]
+    for (sv, p), g in single.groupby(["service", "period"], sort=False):
+        lb[(sv, p)] = min_gpus_single(float(g["demand"].iloc[0]), g["gpus"].to_numpy(), g["rps"].to_numpy(),
+                                      int(floors.get((sv, p), 0)))
+    key = list(zip(sp["service"], sp["period"]))
+    got = np.array([lb.get(k, 0) for k in key], float)
+    sp["lb"] = np.maximum(got, sp["min_replicas"].to_numpy(float) * sp["nmin"].to_numpy(float)).astype(int)
+    out = sp[["service", "period", "lb"]]
+    object.__setattr__(d, "_gpu_floor", out)
+    return out
+
+
+def _groups(d, every_type: bool = False) -> pd.DataFrame:
+    """Service groups S and the offerings O_S they can use per period: columns group, service, period, offering.
+
+    One group per service, and one per GPU type holding every service whose
+    configurations all use that type (with ``every_type``, also a type used by
+    one such service only; else that row would repeat the service's own).
+    """
+    io = d.inference_options[["service", "offering", "period", "gpu"]].drop_duplicates()
+    groups = [io[["service", "period", "offering"]].assign(group="s:" + io["service"].astype(str))]
+    one_type = io.groupby("service")["gpu"].nunique()
+    t = io[io["service"].isin(set(one_type[one_type == 1].index))]
+    if len(t):
+        n_in = t.groupby("gpu")["service"].nunique()
+        t = t[t["gpu"].isin(set(n_in[n_in > (0 if every_type else 1)].index))]
+        groups.append(t[["service", "period", "offering"]].assign(group="g:" + t["gpu"].astype(str)))
+    return pd.concat(groups, ignore_index=True)
+
+
+def _group_floor(d, g: pd.DataFrame) -> pd.DataFrame:
+    """Per (group, period): L, the sum of its services' :func:`service_gpu_floor` (column ``lb``)."""
+    floor = service_gpu_floor(d)
+    lb = g[["group", "service", "period"]].drop_duplicates().merge(floor, on=["service", "period"])
+    return lb.groupby(["group", "period"], as_index=False)["lb"].sum()
+
+
+def _held_of_groups(g: pd.DataFrame, held: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The held-units terms of every (group, period) and, per (group, period), ``Gu`` (the G every offering
+    bills, NaN if they differ), ``gpus_owned`` and ``units_owned`` (existing units)."""
+    h = g[["group", "period", "offering"]].drop_duplicates().merge(held, on=["offering", "period"])
+    per = h.groupby(["group", "period"]).agg(gmin=("G", "min"), gmax=("G", "max"), units_owned=("existing", "sum"))
+    per["gpus_owned"] = (h["G"] * h["existing"]).groupby([h["group"], h["period"]]).sum()
+    per["Gu"] = per["gmin"].where(per["gmin"] == per["gmax"])
+    return h, per.drop(columns=["gmin", "gmax"]).reset_index()
+
+
+def add_unit_floor(m: MIP, d, vt: dict) -> None:
+    """``unit-floor``: Σ_{o∈O_S} G_o·H_{o,p} ≥ L_{S,p}, rounded to whole units where every G_o is the same.
+
+    S is one service, or every service whose configurations all use one GPU
+    type; O_S the offerings S can use in period p; L_{S,p} the sum of its
+    services' :func:`service_gpu_floor`.
+    """
+    g = _groups(d)
+    lb = _group_floor(d, g)
+    lb = lb[lb["lb"] > 0]
+    if lb.empty:
+        return
+    h, per = _held_of_groups(g, vt["units-held"])
+    keys = ["group", "period"]
+    rows = lb.merge(per, on=keys)
+    whole = rows["Gu"].notna().to_numpy()
+    need_units = np.ceil(rows["lb"].to_numpy(float) / rows["Gu"].fillna(1.0).to_numpy(float) - 1e-9)
+    # Σ var ≥ ⌈L/G⌉ − existing (units), or Σ G·var ≥ L − G·existing (GPUs)
+    rows["rhs"] = np.where(whole, need_units - rows["units_owned"], rows["lb"] - rows["gpus_owned"])
+    rows = rows[rows["rhs"] > 1e-9]
+    h = h.merge(rows[keys + ["Gu"]], on=keys)
+    if h.empty:
+        return
+    coef = np.where(h["Gu"].notna(), 1.0, h["G"].to_numpy(float))
+    m.add("unit-floor", lin(h, coef, keys) >= rhs_table(rows, keys, rows["rhs"]))
+
+
+def add_cluster_unit_floor(m: MIP, d, vt: dict) -> None:
+    """``cluster-unit-floor``: the unit floor of a GPU type's services with a shared cluster running beside them.
+
+    For a shared placement (j, c, o, p) with run binary w on an offering o
+    that the group S (the services of o's GPU type) can use:
+    Σ_{o'∈O_S} G·H_{o',p} ≥ L_{S,p} + n_c·w, in whole units where every
+    offering of O_S bills the same G: Σ H ≥ U_0 + δ·w, U_0 = ⌈L/G⌉,
+    δ = ⌈(L + n_c)/G⌉ − U_0.
+    """
+    w = vt["training-run"]
+    w = w[w["mode"] == "shared"]
+    if w.empty:
+        return
+    g = _groups(d, every_type=True)
+    g = g[g["group"].str.startswith("g:")]
+    if g.empty:
+        return
+    lb = _group_floor(d, g)
+    h, per = _held_of_groups(g, vt["units-held"])
+    keys = ["group", "period"]
+    per = per.merge(lb, on=keys)
+    wk = ["job", "config", "offering", "period", "mode"]
+    # the placements on an offering of the group
+    on = g[["group", "period", "offering"]].drop_duplicates().merge(w[wk + ["gpus", "var"]],
+                                                                   on=["offering", "period"])
+    on = on.merge(per, on=keys)
+    if on.empty:
+        return
+    whole = on["Gu"].notna().to_numpy()
+    Gu = on["Gu"].fillna(1.0).to_numpy(float)
+    L, n = on["lb"].to_numpy(float), on["gpus"].to_numpy(float)
+    U0 = np.ceil(L / Gu - 1e-9)
+    delta = np.where(whole, np.ceil((L + n) / Gu - 1e-9) - U0, n)
+    on["rhs"] = np.where(whole, U0 - on["units_owned"], L - on["gpus_owned"])
+    on["delta"] = delta
+    rk = ["group", "job", "config", "offering", "period", "mode"]
+    terms = on[rk + ["Gu"]].merge(h.rename(columns={"offering": "held_offering", "var": "h_var"}), on=keys)
+    coef = np.where(terms["Gu"].notna(), 1.0, terms["G"].to_numpy(float))
+    lhs = lin(terms, coef, rk, var="h_var") - lin(on, on["delta"], rk)
+    m.add("cluster-unit-floor", lhs >= rhs_table(on, rk, on["rhs"]))
+
+
+def add_replica_unit(m: MIP, d, vt: dict) -> None:
+    """``replica-unit``: x_{s,k,o,p} ≤ X̄·H_{o,p} where X̄·n_k < G_o, on offerings with no unit already owned."""
+    x = vt["inference-replicas"]
+    b = m.variables["inference-replicas"]
+    ub = b.upper[x["var"].to_numpy(np.int64) - b.start]
+    held = vt["units-held"]
+    xr = x.assign(ub=ub).merge(held[["offering", "period", "G", "var", "existing"]].rename(
+        columns={"var": "h_var"}), on=["offering", "period"], suffixes=("", "_u"))
+    xr = xr[(xr["existing"] == 0) & np.isfinite(xr["ub"]) & (xr["ub"] * xr["gpus"] < xr["G_u"] - 1e-9)]
+    if xr.empty:
+        return
+    keys = ["service", "config", "offering", "period"]
+    m.add("replica-unit", lin(xr, 1.0, keys) - lin(xr, xr["ub"], keys, var="h_var") <= 0.0)
+
+
+FAMILIES = {"unit-floor": add_unit_floor, "replica-unit": add_replica_unit,
+            "cluster-unit-floor": add_cluster_unit_floor}
+
+
+def add_cuts(m: MIP, d, vt: dict, cuts=CUTS) -> None:
+    """Add the named families (module docstring) to the built, bounded model."""
+    for name in CUTS:
+        if name in cuts:
+            FAMILIES[name](m, d, vt)

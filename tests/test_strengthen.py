@@ -1,0 +1,151 @@
+"""The valid inequalities of optimizer/model/strengthen.py: each keeps the optimum and raises the LP bound.
+
+Every case is solved with and without the family (``presolve.build(..., cuts=...)``); the LP
+bounds are worked by hand in the comments. The known-answer tests (tests/test_known_answers.py)
+solve every problem with all the families on, through the pipeline and the audit.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import write_problem
+from optimizer.audit import audit
+from optimizer.candidates import build_candidates
+from optimizer.load import load_problem
+from optimizer.model import presolve
+from optimizer.model.strengthen import CUTS, min_gpus_single
+from optimizer.plan import extract
+from optimizer.solve import driver
+from optimizer.solve.backends import Status
+
+from test_known_answers import ONE_PERIOD, od, svc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.generate import problem as generated  # noqa: E402
+
+
+def _model(tmp_path, data, cuts):
+    pr = load_problem(write_problem(tmp_path, data))
+    return presolve.build(pr, build_candidates(pr), cuts=cuts)
+
+
+def lp(tmp_path, data, cuts) -> float:
+    r = driver.relaxation(_model(tmp_path, data, cuts))
+    assert r.status == Status.OPTIMAL
+    return r.objective
+
+
+def optimum(model) -> float:
+    res = driver.solve(model, solver="highs", gap=1e-9)
+    plan = extract(model, res)
+    assert res.status == Status.OPTIMAL
+    assert audit(plan) == []
+    return res.objective
+
+
+def both_ways(tmp_path, data) -> tuple[float, float]:
+    return optimum(_model(tmp_path, data, ())), optimum(_model(tmp_path, data, CUTS))
+
+
+def test_min_gpus_single_by_hand():
+    # q3's chat service (rps per replica of 1, 2, 4, 8 H100s: 0.79317, 3.504201, 7.53027, 11.860211),
+    # at least 2 replicas. 6 rps: two ×2 replicas carry 7.0 rps on 4 GPUs (one ×4 alone breaks the floor
+    # of 2 replicas; ×4 + ×1 is 5 GPUs). 24 rps: three ×4 (22.59) + one ×2 (3.50) = 26.09 rps on 14 GPUs;
+    # 13 GPUs hold at most three ×4 and one ×1 (23.38 rps). 36 rps: five ×4 = 37.65 rps on 20 GPUs; 19
+    # GPUs hold at most four ×4 + one ×2 + one ×1 (34.42 rps).
+    n = np.array([1, 2, 4, 8])
+    r = np.array([0.793170, 3.504201, 7.530270, 11.860211])
+    assert [min_gpus_single(D, n, r, 2) for D in (6, 24, 36)] == [4, 14, 20]
+    # 3 rps from 2-GPU replicas at 1 rps or 3-GPU replicas at 2 rps: 2 + 3 = 5 GPUs for 3 rps
+    assert min_gpus_single(3, np.array([2, 3]), np.array([1.0, 2.0]), 0) == 5
+    assert min_gpus_single(0, np.array([2]), np.array([1.0]), 2) == 4  # the floor alone
+    assert min_gpus_single(0, np.array([2]), np.array([1.0]), 0) == 0
+
+
+# --- unit-floor ---------------------------------------------------------------------------------
+
+UNIT_FLOOR = {"periods": ONE_PERIOD, "offerings": [od()], "inference": [svc()]}
+
+
+def test_unit_floor_raises_the_lp_to_whole_units(tmp_path):
+    # 10 rps at 1 rps per 2-GPU replica: 10 replicas, 20 GPUs, on 8-GPU units at 80 $/h for 100 h.
+    # LP without the row: 20/8 = 2.5 units = 2.5 × 80 × 100 = 20,000.
+    # unit-floor: the 10 replicas need 20 GPUs, so ⌈20/8⌉ = 3 units: 3 × 8,000 = 24,000, the optimum
+    # (tests/test_known_answers.py::test_on_demand_only). The replica bound (10 × 2 GPUs = 20 ≥ 8) adds
+    # no replica-unit row, and there is no training: the family alone makes the difference.
+    assert lp(tmp_path, UNIT_FLOOR, ()) == pytest.approx(20_000)
+    assert lp(tmp_path, UNIT_FLOOR, ("unit-floor",)) == pytest.approx(24_000)
+    assert both_ways(tmp_path, UNIT_FLOOR) == pytest.approx((24_000, 24_000))
+
+
+# --- replica-unit -------------------------------------------------------------------------------
+
+REPLICA_UNIT = {
+    "periods": ONE_PERIOD,
+    "offerings": [od(id="big", price=80.0), od(id="small", gpu="L4", G=1, price=15.0)],
+    "inference": [{"name": "tiny", "model": "llama-3.1-8b", "prompt_tokens": 1000, "output_tokens": 200,
+                   "demand_rps": 1.0, "profiles": [{"gpu": "H100-SXM", "gpus": 1, "rps": 1.0},
+                                                   {"gpu": "L4", "gpus": 1, "rps": 0.25}]}],
+}
+
+
+def test_replica_unit_raises_the_lp_where_a_replica_is_a_fraction_of_a_unit(tmp_path):
+    # 1 rps: one 1-GPU H100 replica (1 rps) in an 8-GPU unit at 80 $/h, or four 1-GPU L4 VMs (0.25 rps
+    # each) at 15 $/h, for 100 h. Optimum: the L4s, 4 × 15 × 100 = 6,000 (the H100 unit costs 8,000).
+    # LP without the row: 1/8 of the H100 unit, 0.125 × 80 × 100 = 1,000.
+    # unit-floor alone: the service's offerings bill 8 and 1 GPUs, so its floor is in GPUs,
+    # 8·y_big + y_small ≥ 1 (one GPU), which 1/8 of the big unit meets: still 1,000.
+    # replica-unit: at most X̄ = ⌈1/1⌉ = 1 H100 replica, and 1 × 1 GPU < 8: x_big ≤ 1·y_big. Serving a
+    # share a by H100 costs 8,000·a (y_big ≥ a) + 6,000·(1 − a) by L4: least at a = 0, 6,000.
+    assert lp(tmp_path, REPLICA_UNIT, ()) == pytest.approx(1_000)
+    assert lp(tmp_path, REPLICA_UNIT, ("unit-floor",)) == pytest.approx(1_000)
+    assert lp(tmp_path, REPLICA_UNIT, ("replica-unit",)) == pytest.approx(6_000)
+    assert both_ways(tmp_path, REPLICA_UNIT) == pytest.approx((6_000, 6_000))
+
+
+# --- cluster-unit-floor -------------------------------------------------------------------------
+
+CLUSTER = {
+    "periods": ONE_PERIOD,
+    "offerings": [od(max_units=4)],
+    # 2 rps at 1 rps per 2-GPU replica: 2 replicas, 4 GPUs
+    "inference": [svc(demand=2.0)],
+    # one 8-GPU cluster for 50 h in month 0
+    "training": [{"name": "ft", "model": "llama-3.1-8b", "tokens": 1e9, "start_month": 0, "deadline_month": 0,
+                  "cluster_gpus": [8], "profiles": [{"gpu": "H100-SXM", "gpus": 8, "hours": 50}]}],
+}
+
+
+def test_cluster_unit_floor_raises_the_lp_when_a_cluster_cannot_sit_in_the_spare_gpus(tmp_path):
+    # Units: 8 GPUs at 80 $/h, 100 h (8,000 per unit for the period). The plan: one unit for the 4
+    # inference GPUs (8,000) and the cluster on 1 unit by the hour, 80 × 50 = 4,000: 12,000. (In the
+    # units held for the period it needs 4 + 8 = 12 GPUs, 2 units: 16,000.)
+    # In shared mode the job's 50 h are all of it, so t ≤ min(100, 50)·w: a share b of the job run
+    # shared needs w ≥ b, and the fit row 8·w + 4 ≤ 8·y.
+    # LP without the families: half a unit for the 4 inference GPUs (y = 0.5, 4,000) and the cluster by
+    # the hour (4,000): 8,000.
+    # unit-floor (and replica-unit, x ≤ 2·y): y ≥ ⌈4/8⌉ = 1; then y ≥ max(1, 0.5 + b) and the cost
+    # 8,000·y + 4,000·(1 − b) is least at b = 0.5 (the cluster half in the 4 spare GPUs): 10,000.
+    # cluster-unit-floor: U0 = ⌈4/8⌉ = 1, δ = ⌈(4 + 8)/8⌉ − 1 = 1: y ≥ 1 + w ≥ 1 + b; the cost
+    # 8,000·(1 + b) + 4,000·(1 − b) = 12,000 + 4,000·b is least at b = 0: 12,000, the optimum.
+    assert lp(tmp_path, CLUSTER, ()) == pytest.approx(8_000)
+    assert lp(tmp_path, CLUSTER, ("unit-floor", "replica-unit")) == pytest.approx(10_000)
+    assert lp(tmp_path, CLUSTER, ("cluster-unit-floor",)) == pytest.approx(12_000)
+    assert both_ways(tmp_path, CLUSTER) == pytest.approx((12_000, 12_000))
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_generated_optimum_same_with_and_without_cuts(seed):
+    # bench's generator at 5 %: stability limits, buckets, training, reserved and owned offerings
+    pr = generated(scale=0.05, seed=seed, weeks=2, regions=1)
+    cands = build_candidates(pr)
+    plain = presolve.build(pr, cands, cuts=())
+    cut = presolve.build(pr, cands)
+    assert any(b in cut.mip.constraints for b in CUTS)
+    assert driver.relaxation(cut).objective >= driver.relaxation(plain).objective - 1e-6
+    assert optimum(cut) == pytest.approx(optimum(plain), rel=1e-7)
