@@ -44,7 +44,7 @@ from bench.generate import FAMILIES, WEEKS, problem  # noqa: E402  (after the pa
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
         presolve_on: bool, weeks: int = WEEKS, family: str = "standard", workers: int = 1,
-        executor: str = "local", scheduler: str | None = None) -> dict:
+        executor: str = "local", scheduler: str | None = None, cuts: bool = True) -> dict:
     """One benchmark run in this process (the path of ``gpuopt solve``); returns its row."""
     from optimizer.audit import audit
     from optimizer.candidates import build_candidates
@@ -57,7 +57,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     pr = problem(scale, seed, weeks=weeks, family=family)
     cands = build_candidates(pr)
     t1 = time.perf_counter()
-    model = presolve.build(pr, cands, enabled=presolve_on)
+    model = presolve.build(pr, cands, enabled=presolve_on, **({} if cuts else {"cuts": ()}))
     t2 = time.perf_counter()
     budget = driver.solve_budget(time_limit, t2 - t0)  # as the pipeline does: the limit is the run's wall
     st = model.mip.stats()
@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gap", type=float, default=0.01)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-presolve", action="store_true")
+    ap.add_argument("--no-cuts", action="store_true", help="build without the valid inequalities (A/B)")
     ap.add_argument("--weeks", type=int, default=WEEKS, help=f"weekly periods (the reference size has {WEEKS})")
     ap.add_argument("--family", choices=FAMILIES, default="standard",
                     help="standard: the reference mix; training-heavy: jobs of 32-256 GPUs in 1-2 month windows; "
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:
         row = one(scales[0], solvers[0], args.time_limit, args.seed, args.gap, args.threads,
-                  not args.no_presolve, args.weeks, args.family, args.workers, args.executor, args.scheduler)
+                  not args.no_presolve, args.weeks, args.family, args.workers, args.executor, args.scheduler,
+                  not args.no_cuts)
         print("ROW " + json.dumps(row, default=float))
         return 0
     if args.handover:
@@ -206,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                 cmd += ["--scheduler", args.scheduler]
             if args.no_presolve:
                 cmd.append("--no-presolve")
+            if args.no_cuts:
+                cmd.append("--no-cuts")
             t = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             rows = [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("ROW ")]
