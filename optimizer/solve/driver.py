@@ -14,16 +14,20 @@ One place decides it, in this order:
    that restriction cannot match the relaxation's bound the whole model,
    warm-started from it;
 3. otherwise the **back end** (:func:`optimizer.solve.backends.solve`) with
-   every second that is left.
+   every second that is left;
+4. with an executor (``--workers``, ``--executor dask``), the **periods
+   solved apart** (:mod:`optimizer.solve.decompose`) on it, after the
+   search, in :data:`DECOMPOSITION_SHARE` of the time: their bound proves
+   where it is the best.
 
 Under a time limit, when the model without stability limits cannot be
 solved to optimality in its share (a large model), no exact stable search
 follows: the configurations are fixed to those that plan (or, without a
 plan, the LP relaxation) uses most, the back end finds a first plan of that
-restriction, fix-and-optimize rounds (:mod:`optimizer.solve.polish`)
-improve it, and the time left goes to the whole stable model started from
-the best plan; the result is reported with the best proven bound and a
-message naming each step.
+restriction, fix-and-optimize rounds (:mod:`optimizer.solve.polish`, then
+:mod:`optimizer.solve.period_polish`) improve it, and the time left goes to
+the whole stable model started from the best plan; the result is reported
+with the best proven bound and a message naming each step.
 
 The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
