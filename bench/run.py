@@ -48,7 +48,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
     """One benchmark run in this process (the path of ``gpuopt solve``); returns its row."""
     from optimizer.audit import audit
     from optimizer.candidates import build_candidates
-    from optimizer.executors import make_executor
+    from optimizer.executors import solve_executor
     from optimizer.model import presolve
     from optimizer.plan import extract
     from optimizer.solve import driver
@@ -68,12 +68,8 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
            "nnz": st["nonzeros"], "services": len(pr.services), "jobs": len(pr.jobs),
            "offerings": len(pr.offerings), "periods": len(pr.periods),
            "candidates_s": t1 - t0, "model_s": t2 - t1, "build_s": t2 - t0, "presolve": model.summary()}
-    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
-    try:
+    with solve_executor(executor, workers, scheduler) as pool:
         res = driver.solve(model, solver, budget, gap, threads, executor=pool)
-    finally:
-        if pool is not None:
-            pool.close()
     t4 = time.perf_counter()
     plan = extract(model, res)
     t_audit = time.perf_counter()

@@ -84,16 +84,12 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     ``executor="dask"`` (``scheduler``: a cluster's address), the periods
     are also solved apart there for a bound (``result.decomposition_bound``).
     """
-    from .executors import make_executor
+    from .executors import solve_executor
     from .pipeline import run
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
-    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
-    try:
+    with solve_executor(executor, workers, scheduler) as pool:
         return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool)
-    finally:
-        if pool is not None:
-            pool.close()
 
 
 def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, Any] | None = None,

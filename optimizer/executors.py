@@ -16,6 +16,7 @@ Every executor offers ``submit(fn, arg) -> future`` (``future.result(timeout)``,
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import uuid
 
@@ -120,3 +121,14 @@ def make_executor(executor: str = "local", workers: int = 1, scheduler: str | No
     if scheduler:
         raise InputError("--scheduler needs --executor dask", field="--scheduler", value=scheduler)
     return Processes(workers) if workers > 1 else Inline()
+
+
+@contextlib.contextmanager
+def solve_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None):
+    """The executor a solve asks for (``--workers`` > 1 or ``--executor dask``), or None; closed on exit."""
+    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
+    try:
+        yield pool
+    finally:
+        if pool is not None:
+            pool.close()

@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..solve.backends import BACKENDS, DEFAULT_SOLVER, Status
-from ..executors import make_executor
+from ..executors import solve_executor
 from ..load import load_problem
 from ..pipeline import run
 from ..render.report import to_json, to_table, write_csv
@@ -56,8 +56,8 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     """Solve PROBLEM and print the cheapest plan.
 
     With --workers N > 1 or --executor dask, the periods are also solved
-    apart on the workers (a Lagrangian bound, docs/performance.md) while the
-    search runs here.
+    apart on the workers (a Lagrangian bound, docs/performance.md), after
+    the search, and the period rounds of the search run there.
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
@@ -67,12 +67,8 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
 
     check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, scales=scales)
-    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
-    try:
+    with solve_executor(executor, workers, scheduler) as pool:
         plan = run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool)
-    finally:
-        if pool is not None:
-            pool.close()
     if html_file:
         click.echo(f"wrote {write_html(plan.to_dict(), html_file, force)}", err=True)
     if fmt == "json":

@@ -130,6 +130,7 @@ class PeriodTask:
     """One period model, as plain data an executor can ship to another process or machine."""
 
     period: str
+    columns: np.ndarray  # the model's columns, in the order of ``arrays``' columns
     arrays: Arrays
     time_limit: float | None
     gap: float
@@ -254,9 +255,10 @@ def period_tasks(split: PeriodSplit, duals: np.ndarray, time_limit: float | None
     a, A = split.arrays, split.A
     constant, cost, mu, master_cost = multipliers(split, duals)
     tasks = []
-    for p, (rows, cols) in enumerate(zip(split.local_rows, split_columns(split))):
+    for p, rows in enumerate(split.local_rows):
+        cols = np.union1d(np.flatnonzero(split.column_period == p), A[rows].indices)
         c = np.where(split.column_period[cols] == p, cost[cols], mu[p][cols])
-        tasks.append(PeriodTask(split.periods[p], sub_arrays(a, A, rows, cols, c), time_limit, gap))
+        tasks.append(PeriodTask(split.periods[p], cols, sub_arrays(a, A, rows, cols, c), time_limit, gap))
     g = split.global_columns
     master: float | None = 0.0
     if len(g):  # a small MIP (one configuration per job and per request class): solved here
@@ -285,15 +287,9 @@ def start(model: Model, duals: np.ndarray, executor, time_limit: float | None = 
     tasks, constant, master = period_tasks(split, duals, each, gap)
     lp_values = None
     if lp_x is not None:
-        lp_values = [float(t.arrays.c @ lp_x[cols]) for t, cols in zip(tasks, split_columns(split))]
+        lp_values = [float(t.arrays.c @ lp_x[t.columns]) for t in tasks]
     futures = [executor.submit(solve_period, t) for t in tasks]
     return Pending(tasks, futures, constant, master, executor.workers, lp_values)
-
-
-def split_columns(split: PeriodSplit) -> list[np.ndarray]:
-    """The columns of each period's model, in the order :func:`period_tasks` gives them."""
-    return [np.union1d(np.flatnonzero(split.column_period == p), split.A[rows].indices)
-            for p, rows in enumerate(split.local_rows)]
 
 
 def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndarray] | None:
