@@ -238,7 +238,7 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     plan = solve(copy.deepcopy(FLIP))
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert plan.result.bound == pytest.approx(1_100, rel=1e-6)
-    assert "one stable solve per configuration of chat/all (2 configurations" in plan.result.message
+    assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
 
 
 def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkeypatch):
@@ -263,7 +263,30 @@ def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkey
     plan = solve(data, solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert objectives == [pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
-    assert "(3 configurations, the cheapest kept)" in plan.result.message
+    assert "(3 configurations): 2 solved, 1 pruned by their LP bound, the cheapest kept" in plan.result.message
+
+
+def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
+    # FLIP plus a 12-month reservation of the H100 node at 5 $/h, charged for the plan's 200 h: 1,000 a unit.
+    # Without limits: A (L4) in p1 100 + B on demand in p2 600 = 700, no reservation (u = 0). Stable plans:
+    # A in both 1,100 (a reservation only adds 1,000); B on demand in both 1,200; B on one reserved unit in
+    # both 1,000: the optimum. The split fixes chat's configuration and the reserved count u ∈ {0, 1}
+    # (its bound: one node holds the most GPUs any period needs), u = 0 first (the plan without limits
+    # chose it); every leaf solved or pruned, the least of them proves 1,000.
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    plan = solve(data, solver="highs")
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    assert set(plan.inference["offering"]) == {"h100-1y"}
+    assert "and count of reserved units of h100-1y (term block 0)" in plan.result.message
+    # the same optimum and proof when only the configuration is split (the commitment left to the solver)
+    monkeypatch.setattr(driver, "MAX_COMMITMENT_SPLIT", 0)
+    plan = solve(data, solver="highs")
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert "count of" not in plan.result.message
 
 
 def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):

@@ -37,6 +37,7 @@ solve (plan tables and audit).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -63,8 +64,13 @@ STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
 #: without limits mixes them)
 EXTRA_CANDIDATES = 1
 #: a request class limited to one configuration is split into one stable solve per candidate
-#: configuration (:func:`_split_on_configuration`) when it has at most this many candidates
+#: configuration (:func:`_split`) when it has at most this many candidates
 MAX_SPLIT = 16
+#: the exact split also fixes each commitment's count (reserved units of a term block, new owned servers) when
+#: the model has at most this many commitment columns (q3 has two; docs/performance.md)
+MAX_COMMITMENT_SPLIT = 4
+#: the variable blocks whose columns are commitments: one integer that every period of its term uses
+COMMITMENTS = ("units-reserved", "units-owned-new")
 #: under a time limit, the share of the time left after the fix-and-optimize rounds that the period rounds
 #: (:mod:`optimizer.solve.period_polish`) may use before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
@@ -192,7 +198,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
        B is a lower bound on the stable optimum.
     1b. *Split*: if that plan breaks a limit of one configuration, one
        stable solve per configuration of the class it breaks most
-       (:func:`_split_on_configuration`); the cheapest is the optimum.
+       (:func:`_split`, with each commitment's count too); the cheapest is the optimum.
        Stages 2 and 3 are for the other cases (limits above one, many
        candidates).
     2. *Restricted*: the stable model with, per service and request class,
@@ -244,7 +250,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      else "the LP relaxation", lp_x=guide, executor=executor)
     bound = first.bound
 
-    split = _split_on_configuration(model, a, first, solver,
+    split = _split(model, a, first, solver,
                                     None if time_limit is None else time_limit - (time.perf_counter() - t0),
                                     gap, threads)
     if split is not None:
@@ -325,110 +331,207 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
     return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
 
 
-def _split_on_configuration(model: Model, a, first: SolveResult, solver: str, time_limit: float | None,
-                            gap: float, threads: int | None) -> SolveResult | None:
-    """The stable optimum as the cheapest of one stable solve per configuration of one request class.
+@dataclass
+class _Choice:
+    """One decision every plan makes exactly one way: the options partition the plans.
 
-    The plan without stability limits (``first``) puts some request class
-    on more configurations than it may use. When that class may use one
-    (N = 1) and has at most :data:`MAX_SPLIT` candidates, every stable plan
-    uses exactly one of them, k; so the stable optimum is the least of the
-    optima of the stable model with that class fixed to k, over k, and the
-    least of their bounds is a proof. Each branch is smaller than the whole
-    model (one class's choice is made) and its LP is tighter. Branches are
-    taken in order of their LP bound; a branch whose LP bound is not below
-    the best plan so far is pruned without a solve, and a branch's solve
-    stops once its bound reaches the best plan (HiGHS's cutoff).
-
-    Returns None when no class qualifies (the caller's stages apply).
-    Under a time limit each remaining branch gets an equal share of what is
-    left; a branch stopped on its share contributes its own bound.
+    ``options``: (label, columns, value, preferred) per option; choosing it
+    fixes ``columns`` to ``value`` (one array each). ``preferred`` options are
+    tried first (the plan without stability limits chose them), the others
+    in order of their LP bound.
     """
-    t0 = time.perf_counter()
-    mip = model.mip
-    ids = mip.variables["config-used"].ids
+
+    name: str
+    options: list[tuple[str, np.ndarray, np.ndarray, bool]]
+
+
+def _configuration_choice(model: Model, first: SolveResult) -> _Choice | None:
+    """The request class that ``first`` (the plan without limits) puts on most configurations over its limit.
+
+    None unless that class may use one configuration (N = 1) and has at
+    most :data:`MAX_SPLIT` candidates: then every stable plan uses exactly
+    one of them, k, and fixing k (the class's other configurations off) is
+    a partition of the stable plans.
+    """
+    ids = model.mip.variables["config-used"].ids
     cu = _use(model, first.x)
     used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
                                                                  limit=("max_configurations", "first"))
     over = used[used["n"] > used["limit"]].sort_values("n", ascending=False)
-    if over.empty:
+    if over.empty or int(over["limit"].iloc[0]) != 1:
         return None
     service, bucket = over.index[0]
-    if int(over["limit"].iloc[0]) != 1:
-        return None
     ks = np.flatnonzero(((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy())
     if len(ks) > MAX_SPLIT:
         return None
-    branches = []
-    for k in ks:
-        b = _copy(a)
-        b.col_lo[ids[ks]] = 0.0
-        b.col_hi[ids[ks]] = 0.0
-        b.col_lo[ids[k]] = b.col_hi[ids[k]] = 1.0
-        lp = _copy(b)
-        lp.integer = np.zeros_like(lp.integer)
-        key = "highs" if solver == "cp-sat" else solver
-        r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
-        if r.status == Status.OPTIMAL:
-            branches.append((r.objective, k, b))
-        elif r.status != Status.INFEASIBLE:
-            return None  # an LP the back end could not settle: the caller's stages apply
-    branches.sort(key=lambda t: t[0])
-    best: SolveResult | None = None
-    bounds: dict[int, float] = {}   # branch -> its proven bound
-    open_: dict[int, SolveResult] = {}  # branches stopped on their share of the time, not yet settled
-    seconds = first.solve_seconds
+    cols = ids[ks]
+    return _Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols, (cols == ids[k]).astype(float), False)
+                                          for k in ks])
+
+
+def _commitment_choices(model: Model, a, first: SolveResult) -> list[_Choice]:
+    """One choice per commitment column (reserved units of a term block, new owned servers): its count.
+
+    A commitment is a single integer that every period of its term uses, so
+    its LP value (a fraction of a server bought) weakens every period's
+    relaxation at once; with the count fixed, the solver's root cuts close
+    most of the gap (docs/performance.md, "The exact split"). Only when the
+    model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
+    with at most :data:`MAX_SPLIT` values; the count the plan without
+    limits chose is tried first.
+    """
+    named = []
+    for block in COMMITMENTS:
+        if block not in model.mip.variables:
+            continue
+        v = model.mip.variables[block]
+        for col, row in zip(v.ids, v.coords.itertuples(index=False)):
+            what = ("new owned servers of " + row.offering if block == "units-owned-new"
+                    else f"reserved units of {row.offering} (term block {row.block})")
+            if a.col_hi[col] > a.col_lo[col]:
+                named.append((col, what))
+    if not named or len(named) > MAX_COMMITMENT_SPLIT:
+        return []
+    out = []
+    for col, what in named:
+        lo, hi = int(round(a.col_lo[col])), int(round(a.col_hi[col]))
+        if hi - lo + 1 > MAX_SPLIT:
+            continue
+        chosen = int(round(first.x[col])) if first.status.has_plan else None
+        one = np.array([col])
+        out.append(_Choice(what, [(str(n), one, np.array([float(n)]), n == chosen) for n in range(lo, hi + 1)]))
+    return out
+
+
+def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
+           threads: int | None) -> SolveResult | None:
+    """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
+
+    The plan without stability limits (``first``) puts some request class
+    on more configurations than it may use. The decisions split on, in
+    order: that class's configuration (:func:`_configuration_choice`), then
+    each commitment's count (:func:`_commitment_choices`). Each choice's
+    options partition the stable plans, so the stable optimum is the least
+    of the leaves' optima (a leaf fixes one option of every choice), and the
+    least of the leaves' bounds, with pruned subtrees at their LP bound,
+    proves. The search is depth first: at each choice the options are taken
+    preferred first, then in order of their LP bound; a subtree whose LP
+    bound is not below the best plan so far is pruned without a solve; a
+    leaf's solve stops once its bound reaches the best plan (HiGHS's
+    cutoff); and the search ends as soon as the best plan meets ``first``'s
+    bound (a relaxation: nothing is cheaper).
+
+    Returns None when no class qualifies (the caller's stages apply).
+    Under a time limit a node's time is shared equally among its options
+    not yet taken; a leaf stopped on its share keeps its bound and is taken
+    up again, from its plan, with the time the others left.
+    """
+    t0 = time.perf_counter()
+    mip = model.mip
+    config = _configuration_choice(model, first)
+    if config is None:
+        return None
+    choices = [config] + _commitment_choices(model, a, first)
+    key = "highs" if solver == "cp-sat" else solver
+    B = first.bound
+    state = {"best": None, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
+    bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
+    open_: list[list] = []        # [bound, arrays, result] of leaves stopped on their share of the time
+
+    def met(obj: float, bound: float | None) -> bool:
+        return bound is not None and obj <= bound + gap * max(abs(bound), 1e-9)
 
     def settled(bound: float) -> bool:
+        best = state["best"]
         return best is not None and bound >= best.objective - gap * max(abs(best.objective), 1e-9)
 
-    def run(i: int, b, share: float | None, start: np.ndarray | None) -> None:
-        nonlocal best, seconds
+    def done() -> bool:
+        return state["best"] is not None and met(state["best"].objective, B)
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+    def leaf(b, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
+        best = state["best"]
         r = backend_solve(mip, solver=solver, time_limit=share, gap=gap, threads=threads, arrays=b, start=start,
                           cutoff=None if best is None else best.objective)
-        seconds += r.solve_seconds
-        open_.pop(i, None)
+        state["seconds"] += r.solve_seconds
+        state["leaves"] += 1
         if r.status == Status.INFEASIBLE:
-            bounds[i] = np.inf
             return
-        bounds[i] = max(bounds[i], r.bound) if r.bound is not None else bounds[i]
+        bound = max(known, r.bound) if r.bound is not None else known
         if r.status.has_plan and (best is None or r.objective < best.objective):
-            best = r
-        if r.status != Status.OPTIMAL and not settled(bounds[i]):
-            open_[i] = r
+            state["best"] = r
+        if r.status == Status.OPTIMAL or settled(bound):
+            bounds.append(bound)
+        else:
+            open_.append([bound, b, r])
 
-    for i, (lp_bound, k, b) in enumerate(branches):
-        bounds[i] = lp_bound
-        if settled(lp_bound):
+    def node(b, depth: int, budget_end: float | None) -> None:
+        if depth == len(choices):
+            share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
+            leaf(b, share)
+            return
+        kids = []
+        for _label, cols, value, preferred in choices[depth].options:
+            c = _copy(b)
+            c.col_lo[cols] = value
+            c.col_hi[cols] = value
+            lp = _copy(c)
+            lp.integer = np.zeros_like(lp.integer)
+            r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
+            if r.status == Status.OPTIMAL:
+                kids.append((not preferred, r.objective, c))
+            elif r.status != Status.INFEASIBLE:
+                raise _Unsettled
+        kids.sort(key=lambda t: (t[0], t[1]))
+        for i, (_p, lp_bound, c) in enumerate(kids):
+            if done() or settled(lp_bound):
+                bounds.append(lp_bound)
+                state["pruned"] += 1
+                continue
+            end = None
+            if budget_end is not None:
+                end = time.perf_counter() + max(1.0, (budget_end - time.perf_counter()) / (len(kids) - i))
+            node(c, depth + 1, end)
+
+    try:
+        node(_copy(a), 0, None if time_limit is None else t0 + time_limit)
+    except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
+        return None
+    # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
+    while open_ and not done() and left() is not None and left() >= 1.0:
+        open_.sort(key=lambda o: o[0])
+        bound, b, r = open_.pop(0)
+        if settled(bound):
+            bounds.append(bound)
             continue
-        share = None
-        if time_limit is not None:
-            share = max(1.0, (time_limit - (time.perf_counter() - t0)) / (len(branches) - i))
-        run(i, b, share, None)
-    # the time the pruned and quick branches left goes to those stopped on their share, from their plans
-    while time_limit is not None and open_ and time_limit - (time.perf_counter() - t0) >= 1.0:
-        i = min(open_, key=lambda j: bounds[j])
-        if settled(bounds[i]):
-            open_.pop(i)
-            continue
-        share = max(1.0, (time_limit - (time.perf_counter() - t0)) / len(open_))
-        prev = open_[i]
-        run(i, branches[i][2], share, prev.x if prev.status.has_plan else None)
-    bounds = list(bounds.values())
+        share = None if left() is None else max(1.0, left() / (len(open_) + 1))
+        leaf(b, share, r.x if r.status.has_plan else None, bound)
+    bounds += [o[0] for o in open_]
+    best, seconds = state["best"], state["seconds"]
+    what = (f"configuration of {config.name} ({len(config.options)} configurations)"
+            + "".join(f" and count of {c.name}" for c in choices[1:]))
     if best is None:
-        if not bounds:  # every configuration of the class admits no stable plan
+        if not bounds:  # no option of the class admits a stable plan
             return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
                                message="no plan meets every constraint with the stability limits")
         return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
                            message="no stable plan within the time limit")
     best.solve_seconds = seconds
-    best.bound = min(best.objective, max(min(bounds), first.bound if first.bound is not None else -np.inf))
+    proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
+    best.bound = min(best.objective, proof)
     best.gap = relative_gap(best.objective, best.bound)
     proven = best.gap is not None and best.gap <= gap + 1e-12
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
-    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per configuration of "
-                    f"{service}/{bucket} ({len(branches)} configurations, the cheapest kept)")
+    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
+                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, the cheapest kept"
+                    + ("; it costs what the plan without stability limits costs" if done() else ""))
     return best
+
+
+class _Unsettled(Exception):
+    """A branch LP ended neither optimal nor infeasible (a back end's failure to settle it)."""
 
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
