@@ -66,6 +66,10 @@ EXTRA_CANDIDATES = 1
 #: a request class limited to one configuration is split into one stable solve per candidate
 #: configuration (:func:`_split`) when it has at most this many candidates
 MAX_SPLIT = 16
+#: the plan without stability limits is first solved to this gap (or the requested one, if larger): it guides
+#: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
+#: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
+GUIDE_GAP = 0.1
 #: the exact split also fixes each commitment's count (reserved units of a term block, new owned servers) when
 #: the model has at most this many commitment columns (q3 has two; docs/performance.md)
 MAX_COMMITMENT_SPLIT = 4
@@ -235,8 +239,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     free.col_lo[ids] = 1.0
     free.col_hi[ids] = 1.0
     free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
+    guide_gap = max(gap, GUIDE_GAP)
     first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["unlimited"]),
-                          gap=gap, threads=threads, arrays=free)
+                          gap=guide_gap, threads=threads, arrays=free)
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
@@ -248,13 +253,21 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor)
-    bound = first.bound
-
-    split = _split(model, a, first, solver,
-                                    None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                                    gap, threads)
+    split = _split(model, a, first, solver, None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                   gap, threads)
     if split is not None:
         return split
+    if guide_gap > gap and first.status.has_plan:
+        # no split: the plan without limits must prove by itself (stages 2 and 3 aim at its bound), so it
+        # is solved on to the requested gap, from the guide
+        again = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=free, start=first.x,
+                              time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["unlimited"]))
+        again.solve_seconds += first.solve_seconds
+        if again.status.has_plan:
+            first = again
+        elif again.bound is not None and (first.bound is None or again.bound > first.bound):
+            first.bound = again.bound
+    bound = first.bound
 
     keep = _most_used(model, first.x)
     restricted = _copy(a)
