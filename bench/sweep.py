@@ -6,7 +6,8 @@ points (objective, status, mix), and prints the wall-clock times, the
 speed-up and the machine's load average (other processes on the machine
 slow the parallel run more than the serial one).
 
-    python bench/sweep.py                      # the whole q3, 100 points, HiGHS, 1 vs 2 workers (~30 min)
+    python bench/sweep.py                      # the whole q3, 100 points, HiGHS, 1 vs 2 workers
+    python bench/sweep.py --every-point        # the same, every point solved (~30 min per worker count)
     python bench/sweep.py --problem problems/q3-profiled.yaml --set 'training=[]' --solver cbc
                                                # the lighter sweep of session 1: q3's inference, ~1.7 s per point
     python bench/sweep.py --points 20 --workers 1 2 4
@@ -36,7 +37,7 @@ def run_sweep(args, workers: int) -> tuple[float, float, dict, str]:
         "sweep", str(args.problem), "--vary", args.vary.replace("POINTS", str(args.points)),
         *[a for s in args.set for a in ("--set", s)],
         "--solver", args.solver, "--gap", str(args.gap), "--threads", "1",
-        "--workers", str(workers), "--format", "json"]
+        "--workers", str(workers), "--format", "json"] + (["--every-point"] if args.every_point else [])
     t0 = time.perf_counter()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -60,6 +61,9 @@ def main() -> None:
     ap.add_argument("--solver", default="highs")
     ap.add_argument("--gap", type=float, default=1e-6)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--every-point", action="store_true",
+                    help="solve every point (by default points between two solved ones are settled from them "
+                         "when the swept value moves only the objective)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the worker counts this many times, interleaved; the fastest run of each counts")
     args = ap.parse_args()
@@ -77,14 +81,20 @@ def main() -> None:
             if rep == 0:
                 print(f"  command: {cmd}", flush=True)
     ref = runs[args.workers[0]][1]
-    digest = [(p["status"], p["objective"], p["mix"]) for p in ref["points"]]
+    def digest_of(d):  # objectives to the cent: a settled point's is its plan's cost, a solved one's the solver's
+        return [(p["status"], None if p["objective"] is None else round(p["objective"], 2), p["mix"])
+                for p in d["points"]]
+
+    digest = digest_of(ref)
     for w, (_, d) in runs.items():
-        same = [(p["status"], p["objective"], p["mix"]) for p in d["points"]] == digest
+        same = digest_of(d) == digest
         print(f"workers={w}: identical points to workers={args.workers[0]}: {same}")
     base = runs[args.workers[0]][0]
     for w, (wall, _) in runs.items():
         print(f"speed-up with {w} worker(s) (fastest runs): {base / wall:.2f}x")
-    print(f"points: {len(ref['points'])}, break points: {len(ref['break_points'])}")
+    settled = sum("without a solve" in (p.get("message") or "") for p in ref["points"])
+    print(f"points: {len(ref['points'])} ({len(ref['points']) - settled} solved, {settled} settled from their "
+          f"neighbours), break points: {len(ref['break_points'])}")
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, A
 def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),
           overrides: Mapping[str, Any] | None = None, solver: str = DEFAULT_SOLVER,
           time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None, workers: int = 1,
-          executor: str = "local", scheduler: str | None = None, **kwargs: Any):
+          executor: str = "local", scheduler: str | None = None, every_point: bool = False, **kwargs: Any):
     """Solve at every point of a grid: ``gpuopt sweep PROBLEM --vary ... --vary-scale ...``.
 
     ``vary`` and ``vary_scale`` take the options' strings (one or two in
@@ -131,7 +131,7 @@ def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),
         raise ValueError(f"a sweep has one or two dimensions; got {len(dims)}")
     return run_sweep(problem, dims, sets=_set_strings(sets, overrides, kwargs), scales=list(scales), solver=solver,
                      time_limit=time_limit, gap=gap, threads=threads, workers=workers, executor=executor,
-                     scheduler=scheduler)
+                     scheduler=scheduler, every_point=every_point)
 
 
 def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,

@@ -26,12 +26,16 @@ from .whatif import worst_exit
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Draw the objective and the mix against the varied values (PNG).")
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--every-point", is_flag=True,
+              help="Solve every point. By default a point between two solved ones is settled from them without "
+                   "a solve when the swept value moves only the objective (a price) and their plans prove it "
+                   "within --gap (docs/whatif.md).")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
               help="Also write the sweep as one self-contained HTML page (gpuopt report).")
 @solver_options
 @parallel_options
-def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, force, html_file, solver, time_limit, gap,
-          threads, workers, executor, scheduler) -> None:
+def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, force, every_point, html_file, solver,
+          time_limit, gap, threads, workers, executor, scheduler) -> None:
     """Solve PROBLEM at every point of a grid of varied values.
 
     \b
@@ -59,7 +63,7 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
 
     sw = run_sweep(problem, dims, sets=sets, scales=scales, solver=solver, time_limit=time_limit, gap=gap,
                    threads=threads, workers=workers, executor=executor, scheduler=scheduler,
-                   progress=True)
+                   progress=True, every_point=every_point)
     pts, bps, name, currency, objective_kind = sw.points, sw.break_points, sw.problem, sw.currency, sw.objective_kind
 
     written = []

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
-from ..executors import dask_client
+from ..executors import dask_client, make_executor
 from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -163,7 +163,14 @@ def make_task(index: int, raw: dict, file: str, solver: str, time_limit, gap, th
 
 
 def solve_task(task: dict) -> dict:
-    """Build and solve one task's problem; return its summary (or the input error, as text)."""
+    """Build and solve one task's problem; return its summary (or the input error, as text).
+
+    A task with ``t`` (its value along a line of the grid) also returns its
+    :class:`~optimizer.studies.parametric.Anchor` (``anchor``: None when its
+    plan is not proven optimal). A task with ``left`` and ``right`` anchors
+    is first settled from them (:func:`optimizer.studies.parametric.settle`)
+    and solved only if it cannot be (``settled`` says which).
+    """
     from ..pipeline import run
     from .whatif import build, summary
 
@@ -171,9 +178,42 @@ def solve_task(task: dict) -> dict:
         problem = build(task["raw"], task["file"])
     except InputError as e:
         return {"index": task["index"], "input_error": e.render()}
+    if task.get("left") is not None:
+        out = _settle_task(task, problem)
+        if out is not None:
+            return out
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
                threads=task["threads"])
-    return {"index": task["index"], **summary(plan)}
+    out = {"index": task["index"], **summary(plan)}
+    if task.get("t") is not None:
+        from .parametric import anchor
+
+        a = anchor(task["index"], task["t"], plan.result, plan.mip.arrays()) if plan.mip is not None else None
+        out.update(anchor=None if a is None else a.as_dict(), settled=False)
+    return out
+
+
+def _settle_task(task: dict, problem) -> dict | None:
+    """The point's summary with its plan proven from the task's two anchors, or None (then it is solved)."""
+    from ..audit import audit
+    from ..candidates import build_candidates
+    from ..model import presolve
+    from ..plan import extract
+    from .parametric import Anchor, settle
+    from .whatif import summary
+
+    model = presolve.build(problem, build_candidates(problem))
+    if model.mip.infeasible_rows:
+        return None
+    left, right = Anchor(**task["left"]), Anchor(**task["right"])
+    result = settle(model.mip.arrays(), task["t"], left, right, task["gap"], task["solver"])
+    if result is None:
+        return None
+    plan = extract(model, result)
+    plan.audit = audit(plan)
+    if plan.audit:  # the checks passed but the plan's own rows disagree: solve the point instead
+        return None
+    return {"index": task["index"], **summary(plan), "anchor": None, "settled": True}
 
 
 class Progress:
@@ -257,6 +297,88 @@ def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", sche
     finally:
         progress.close()
     return [results[t["index"]] for t in tasks]
+
+
+def _numeric(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int = 1, executor: str = "local",
+              scheduler: str | None = None, progress: Progress | None = None) -> list[dict]:
+    """Every task's result, solving as few as the grid's lines allow (:mod:`optimizer.studies.parametric`).
+
+    A line is the points that differ only in the last dimension (the whole
+    grid for one dimension); its value there is t. Rounds, each one batch
+    of tasks on the executor: first each line's two ends are solved; then,
+    for each stretch between two solved points of a line, either every
+    point inside is predicted settled by the two (:func:`~optimizer.studies.parametric.predict`),
+    and is sent to be settled (each checked on its own model, solved if
+    that fails), or its midpoint is solved. When a line's two ends differ
+    in anything but the objective, the rest of the line is solved at once.
+    Lines along a non-numeric dimension are solved point by point.
+    """
+    from .parametric import Anchor
+
+    progress = progress or Progress(len(tasks), enabled=False)
+    last = dims[-1]
+    size = len(last.values)
+    by_index = {t["index"]: t for t in tasks}
+    if size < 3 or not all(_numeric(v) for v in last.values):
+        return run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=progress)
+    lines = [list(range(start, start + size)) for start in range(0, len(tasks), size)]
+    tvalue = {i: float(last.values[i % size]) for i in by_index}
+    results: dict[int, dict] = {}
+    anchors: dict[int, Anchor | None] = {}
+
+    def batch(items: list[dict]) -> None:
+        futures = [pool.submit(solve_task, item) for item in items]
+        for fut in futures:
+            res = fut.result()
+            if "input_error" in res:
+                raise InputError(f"point {res['index']}: {res['input_error']}")
+            a = res.pop("anchor", None)
+            results[res["index"]] = res
+            if not res.get("settled"):
+                anchors[res["index"]] = None if a is None else Anchor(**a)
+            progress.update()
+
+    pool = make_executor(executor, workers, scheduler)  # one pool for every round
+    try:
+        _rounds(lines, by_index, tvalue, results, anchors, gap, batch)
+    finally:
+        pool.close()
+        progress.close()
+    return [results[t["index"]] for t in tasks]
+
+
+def _rounds(lines, by_index, tvalue, results, anchors, gap, batch) -> None:
+    """The rounds of :func:`run_lines`: ends first, then settle or bisect each stretch between solved points."""
+    from .parametric import predict
+
+    batch([{**by_index[i], "t": tvalue[i]} for line in lines for i in (line[0], line[-1])])
+    while True:
+        todo = []
+        for line in lines:
+            solved = [i for i in line if i in anchors]
+            if len(solved) == 2 and (anchors[line[0]] is None or anchors[line[-1]] is None
+                                     or anchors[line[0]].shape != anchors[line[-1]].shape):
+                todo += [{**by_index[i], "t": tvalue[i]} for i in line if i not in results]
+                continue
+            for i, j in zip(solved, solved[1:]):
+                inside = [k for k in range(i + 1, j) if k not in results]
+                if not inside:
+                    continue
+                left, right = anchors[i], anchors[j]
+                guess = [predict(tvalue[k], left, right) if left and right else None for k in inside]
+                if all(g is not None and (g[0] - g[1]) <= gap * max(abs(g[0]), 1e-9) + 1e-9 for g in guess):
+                    todo += [{**by_index[k], "t": tvalue[k], "left": left.as_dict(), "right": right.as_dict()}
+                             for k in inside]
+                else:
+                    m = (i + j) // 2
+                    todo.append({**by_index[m], "t": tvalue[m]})
+        if not todo:
+            break
+        batch(todo)
 
 
 # ---------------------------------------------------------------------------
@@ -499,8 +621,14 @@ class Sweep:
 
 def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: str = DEFAULT_SOLVER,
               time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None, workers: int = 1,
-              executor: str = "local", scheduler: str | None = None, progress: bool = False) -> Sweep:
+              executor: str = "local", scheduler: str | None = None, progress: bool = False,
+              every_point: bool = False) -> Sweep:
     """Solve the problem file at every point of the grid of ``dims`` (:func:`parse_vary`, :func:`parse_vary_scale`).
+
+    Along each line of the grid (the last dimension), the points between
+    two solved ones are settled without a solve where the swept value moves
+    only the objective (:func:`run_lines`, :mod:`optimizer.studies.parametric`);
+    ``every_point`` solves each point instead.
 
     With ``workers`` > 1 on this machine and no ``threads``, each solve gets
     the machine's CPUs divided by the workers.
@@ -535,8 +663,12 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
             raise InputError(f"sweep point {i} ({point_label(dims, vals)}): {e.render()}") from None
         tasks.append(make_task(i, r, file, solver, time_limit, gap, threads))
     t0 = time.perf_counter()
-    results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
-                        progress=Progress(len(tasks), label="sweep", enabled=None if progress else False))
+    bar = Progress(len(tasks), label="sweep", enabled=None if progress else False)
+    if every_point:
+        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=bar)
+    else:
+        results = run_lines(dims, tasks, gap, workers=workers, executor=executor, scheduler=scheduler,
+                            progress=bar)
     seconds = time.perf_counter() - t0
     pts = points(dims, combos, results)
     return Sweep(name, currency, objective_kind, list(dims), list(sets), list(scales), solver, executor, workers,

@@ -1,0 +1,163 @@
+"""Sweeps along a price: the points between two solved ones, proven without a solve where they can be.
+
+When a swept value enters only the objective (a price, a factor on
+prices), every point has the same feasible plans; only their costs move,
+and each plan's cost is an affine function of the value t. The optimum
+V(t) is then the least of affine functions, so it is **concave** in t:
+for t_k = λ·t_i + (1 − λ)·t_j between two points,
+
+    V(t_k) ≥ λ·V(t_i) + (1 − λ)·V(t_j) ≥ λ·L_i + (1 − λ)·L_j = L_k,
+
+L_i and L_j the two solves' proven bounds. That is a proven bound at t_k
+with no solve. The plans x_i and x_j are feasible at t_k too, and the
+cheaper of them there, U_k, is a plan; when U_k − L_k is within the gap,
+t_k is settled: its plan is proven optimal by the two solves around it.
+(Between two points with the same optimal plan this always holds: U − L is
+then affine in t and within the gap at both ends.)
+
+The ``budget`` row bounds the objective itself, so it moves with the
+prices; the argument still holds (a plan within the budget at t_k is
+within it at t_i or t_j, or dearer there than the optimum; docs/whatif.md).
+
+Nothing here is taken on trust. A point is settled only after its own
+model is built and checked against both solved neighbours:
+
+- the same columns, rows, coefficients, bounds and integrality, the
+  ``budget`` row's coefficients apart (:func:`shape`);
+- the objective (costs and constant) the affine interpolation of the
+  neighbours' at t_k, to rounding;
+- the plan meets every row of the point's own model.
+
+Otherwise the point is solved, as it would have been. The sweep solves
+the ends of each line of the grid, then the midpoints of the intervals it
+cannot settle (a bisection), so a sweep with B changes of plan costs about
+B·log2(points) solves instead of one per point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.mip import Arrays
+from ..solve.feasibility import violations
+from ..solve.result import SolveResult, Status, relative_gap
+
+#: the row block whose coefficients are the objective's (they move with the prices)
+BUDGET = "budget"
+#: the objective at a point must equal the interpolation of its neighbours' to this relative tolerance
+AFFINE_TOLERANCE = 1e-9
+
+
+@dataclass
+class Anchor:
+    """A solved point: what its neighbours need to be settled from it."""
+
+    index: int
+    t: float
+    x: np.ndarray          # its optimal plan (the model's columns)
+    c: np.ndarray          # its objective coefficients
+    c0: float              # and constant
+    objective: float
+    bound: float           # its proven bound
+    shape: str             # :func:`shape` of its model
+
+    def cost(self, x: np.ndarray) -> float:
+        """What the plan ``x`` costs at this point."""
+        return float(self.c @ x + self.c0)
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "t": self.t, "x": self.x, "c": self.c, "c0": self.c0,
+                "objective": self.objective, "bound": self.bound, "shape": self.shape}
+
+
+def shape(a: Arrays) -> str:
+    """A digest of everything in a model but its objective and the ``budget`` row's coefficients.
+
+    Two models with the same digest have the same columns, integrality,
+    bounds and rows (the budget's right-hand side included), so the same
+    plans meet every row but the budget.
+    """
+    budget = np.array([name.split("#")[0] == BUDGET for name in a.row_names], dtype=bool)
+    keep = ~budget[a.rows]
+    h = hashlib.sha256()
+    for arr in (a.rows[keep], a.cols[keep], a.vals[keep], a.row_lo, a.row_hi, a.col_lo, a.col_hi,
+                a.integer.astype(np.int8), budget.astype(np.int8)):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    h.update("\x00".join(a.var_names).encode())
+    h.update("\x00".join(a.row_names).encode())
+    return h.hexdigest()
+
+
+def anchor(index: int, t: float, result: SolveResult, a: Arrays) -> Anchor | None:
+    """The anchor of a solved point, or None when its plan is not proven optimal (nothing to interpolate)."""
+    if result.status != Status.OPTIMAL or result.x is None or result.bound is None:
+        return None
+    return Anchor(index, float(t), np.asarray(result.x, float), np.asarray(a.c, float), float(a.c0),
+                  float(result.objective), float(result.bound), shape(a))
+
+
+def weight(t: float, left: Anchor, right: Anchor) -> float | None:
+    """λ with t = λ·t_left + (1 − λ)·t_right, or None when t is not strictly between them."""
+    lo, hi = sorted((left.t, right.t))
+    if not lo < t < hi:
+        return None
+    return (right.t - t) / (right.t - left.t)
+
+
+def predict(t: float, left: Anchor, right: Anchor) -> tuple[float, float] | None:
+    """(U, L) at t from the two anchors alone: the cheaper of their plans and the interpolated bound.
+
+    Assumes what :func:`settle` checks (same model, objective affine in t);
+    used to decide whether a point is worth settling or an interval needs
+    another solve.
+    """
+    lam = weight(t, left, right)
+    if lam is None or left.shape != right.shape:
+        return None
+    u_left = lam * left.objective + (1 - lam) * right.cost(left.x)
+    u_right = lam * left.cost(right.x) + (1 - lam) * right.objective
+    return min(u_left, u_right), lam * left.bound + (1 - lam) * right.bound
+
+
+def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver: str = "") -> SolveResult | None:
+    """The plan at t proven from its two solved neighbours, or None (then the point is solved).
+
+    ``a`` is the point's own model. Checks, in order: t between them; the
+    model the same as theirs (:func:`shape`); its objective the affine
+    interpolation of theirs; each neighbour's plan meeting every row of
+    ``a``, the budget included. The cheaper plan is kept, with the bound
+    λ·L_left + (1 − λ)·L_right; None unless their gap is within ``gap``.
+    """
+    lam = weight(t, left, right)
+    if lam is None or not (shape(a) == left.shape == right.shape):
+        return None
+    c = np.asarray(a.c, float)
+    expect = lam * left.c + (1 - lam) * right.c
+    scale = 1.0 + np.abs(expect).max(initial=0.0)
+    if np.abs(c - expect).max(initial=0.0) > AFFINE_TOLERANCE * scale:
+        return None
+    c0 = lam * left.c0 + (1 - lam) * right.c0
+    if abs(float(a.c0) - c0) > AFFINE_TOLERANCE * (1.0 + abs(c0)):
+        return None
+    bound = lam * left.bound + (1 - lam) * right.bound
+    best = None
+    for x, other in ((left.x, left), (right.x, right)):
+        if violations(a, x):
+            continue
+        cost = float(c @ x + a.c0)
+        if best is None or cost < best[0]:
+            best = (cost, x, other)
+    if best is None:
+        return None
+    cost, x, source = best
+    g = relative_gap(cost, bound)
+    if g is None or g > gap + 1e-12:
+        return None
+    bound = min(bound, cost)
+    return SolveResult(Status.OPTIMAL, solver, objective=cost, bound=bound, gap=relative_gap(cost, bound),
+                       x=x.copy(), message=(f"optimal without a solve: the plan of point {source.index}, proven by "
+                                            f"the solves of points {left.index} and {right.index} (the swept value "
+                                            "moves only the objective, so the optimum is concave in it)"))

@@ -1,0 +1,98 @@
+"""Sweeps along a price settle the points between two solves (optimizer/studies/parametric.py).
+
+The expected costs are worked by hand; the sweep that solves every point is
+the second, independent route to the same numbers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer import api
+from optimizer.candidates import build_candidates
+from optimizer.load import load_problem
+from optimizer.model import presolve
+from optimizer.pipeline import run
+from optimizer.studies import parametric
+
+from conftest import write_problem
+
+HOUR100 = [{"name": "p1", "hours": 100, "month": 0}]
+
+
+def two_offerings(demand=5.0) -> dict:
+    # 5 one-GPU replicas (1 rps each) for 100 h, on offering a at p $/GPU-h or on b at 2 $/GPU-h:
+    # the optimum is 500·min(p, 2), a's plan below p = 2 and b's above.
+    return {"periods": HOUR100,
+            "offerings": [{"id": "a", "gpu": "H100-SXM", "gpus_per_unit": 1, "region": "r1",
+                           "pricing": "on_demand", "price_per_hour": 1.0},
+                          {"id": "b", "gpu": "H100-SXM", "gpus_per_unit": 1, "region": "r2",
+                           "pricing": "on_demand", "price_per_hour": 2.0}],
+            "inference": [{"name": "chat", "model": "llama-3.1-8b", "prompt_tokens": 500, "output_tokens": 100,
+                           "demand_rps": demand, "profiles": [{"gpu": "H100-SXM", "gpus": 1, "rps": 1.0}]}]}
+
+
+def settled(sweep) -> list[int]:
+    return [p["index"] for p in sweep.points if "without a solve" in p["message"]]
+
+
+def test_a_price_sweep_settles_the_points_between_two_solves(tmp_path):
+    path = write_problem(tmp_path, two_offerings())
+    sw = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.0:21", solver="highs")
+    prices = [1.0 + 0.1 * i for i in range(21)]
+    for p, price in zip(sw.points, prices):
+        assert p["status"] == "optimal"
+        assert p["objective"] == pytest.approx(500 * min(price, 2.0))
+        if price < 2.0 - 1e-9:
+            assert p["mix"] == {"a": 5}
+        elif price > 2.0 + 1e-9:
+            assert p["mix"] == {"b": 5}
+    # the ends and a few midpoints are solved; the rest are settled from the solves around them
+    assert len(settled(sw)) >= 10
+    assert 0 not in settled(sw) and 20 not in settled(sw)
+    every = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.0:21", solver="highs", every_point=True)
+    assert settled(every) == []
+    assert [round(p["objective"], 6) for p in every.points] == [round(p["objective"], 6) for p in sw.points]
+
+
+def test_a_demand_sweep_is_solved_point_by_point(tmp_path):
+    # demand moves the rows, not the objective: nothing may be settled. d rps need ⌈d⌉ replicas on a: 100·⌈d⌉.
+    path = write_problem(tmp_path, two_offerings())
+    sw = api.sweep(path, vary="inference[chat].demand_rps=1:5:9", solver="highs")
+    assert settled(sw) == []
+    for p, d in zip(sw.points, [1 + 0.5 * i for i in range(9)]):
+        assert p["objective"] == pytest.approx(100 * -(-d // 1))
+
+
+def model_at(tmp_path, price: float, name: str):
+    data = two_offerings()
+    data["offerings"][0]["price_per_hour"] = price
+    pr = load_problem(write_problem(tmp_path, data, name))
+    return presolve.build(pr, build_candidates(pr))
+
+
+def anchor_at(tmp_path, price: float, index: int):
+    model = model_at(tmp_path, price, f"p{index}.yaml")
+    plan = run(model.problem, solver="highs", gap=1e-9)
+    return parametric.anchor(index, price, plan.result, plan.mip.arrays())
+
+
+def test_settling_checks_the_point_against_its_neighbours(tmp_path):
+    left, right = anchor_at(tmp_path, 1.0, 0), anchor_at(tmp_path, 3.0, 2)
+    mid = model_at(tmp_path, 1.5, "mid.yaml").mip.arrays()
+    r = parametric.settle(mid, 1.5, left, right, gap=1e-9)
+    # a's plan at 1.5: 750; the bound interpolates 500 and 1,000 at λ = 3/4: 625 — not proven, so it is solved
+    assert r is None
+    assert parametric.predict(1.5, left, right) == pytest.approx((750.0, 625.0))
+    left2 = anchor_at(tmp_path, 1.8, 1)
+    r = parametric.settle(model_at(tmp_path, 1.4, "m2.yaml").mip.arrays(), 1.4, left, left2, gap=1e-9)
+    assert r is not None and r.objective == pytest.approx(700.0) and r.bound == pytest.approx(700.0)
+    # the same model told the wrong value: its objective is not the interpolation there
+    assert parametric.settle(model_at(tmp_path, 1.4, "m3.yaml").mip.arrays(), 1.6, left, left2, gap=1e-9) is None
+    # a point outside the two, and a model with other rows (more demand), are never settled
+    assert parametric.settle(mid, 2.5, left, left2, gap=1e-9) is None
+    data = two_offerings(demand=6.0)
+    data["offerings"][0]["price_per_hour"] = 1.4
+    pr = load_problem(write_problem(tmp_path, data, "more.yaml"))
+    other = presolve.build(pr, build_candidates(pr)).mip.arrays()
+    assert parametric.settle(other, 1.4, left, left2, gap=1e-9) is None
