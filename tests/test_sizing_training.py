@@ -318,3 +318,21 @@ def test_layout_text_names_interleaving_and_context_parallelism(ref):
     r = estimate_training(models["llama-3.1-8b"], gpus["H100-SXM"], 8, "bf16", 1e9, e, framework="megatron")
     assert " cp" in r["layout"] and r["cp"] > 1
     assert r["tp"] * r["cp"] * r["pp"] * r["dp"] <= 8
+
+
+def test_lora_adapters_of_an_interleaved_moe_and_a_model_without_head_dim_by_hand(ref):
+    # Llama-4 Maverick, rank 16: h 5120, 40 heads and 8 KV heads of 128, 48 layers, every second MoE.
+    # Attention per layer: 4·5120 + 2·40·128 + 2·8·128 = 20,480 + 10,240 + 2,048 = 32,768.
+    # 24 dense layers adapt their 16,384-wide gated MLP: 3·(5,120 + 16,384) = 64,512;
+    # 24 MoE layers the one shared expert, 8,192 wide: 3·(5,120 + 8,192) = 39,936.
+    # 16·(24·(32,768 + 64,512) + 24·(32,768 + 39,936)) = 16·(2,334,720 + 1,744,896) = 65,273,856.
+    from optimizer.sizing.architecture import ModelArch
+    from optimizer.sizing.training import lora_params
+
+    models, _, _ = ref
+    assert lora_params(models["llama-4-maverick"], 16) == 65_273_856
+    # no head_dim stated: d = 4,096 / 32 = 128; a non-gated MLP has two matrices: 2·(4,096 + 16,384) = 40,960;
+    # attention 4·4,096 + 2·32·128 + 2·32·128 = 32,768; 2 layers, rank 8: 8·2·(32,768 + 40,960) = 1,179,648
+    arch = ModelArch(name="toy", layers=2, hidden_size=4096, heads=32, kv_heads=32, ffn_size=16384,
+                     vocab_size=32000, gated_mlp=False)
+    assert lora_params(arch, 8) == 1_179_648

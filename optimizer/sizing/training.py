@@ -80,14 +80,26 @@ def lora_params(arch: ModelArch, rank: int) -> float:
     """Adapter parameters of a rank-``rank`` LoRA on every linear layer of every layer.
 
     Each adapted matrix of shape (in, out) gets A (in x r) and B (r x out):
-    r x (in + out). Per layer: q (h, a d), k and v (h, k d), o (a d, h),
-    gate and up (h, f), down (f, h): r x (7h + 2ad + 2kd + 3f). MoE layers
-    adapt the attention and the shared path only (routed experts frozen).
+    r x (in + out). Per layer, attention: q (h, a d), k and v (h, k d),
+    o (a d, h): r x (4h + 2ad + 2kd), d the head dimension (``hidden_size /
+    heads`` unless the model states it). MLP of width f: gate and up (h, f)
+    and down (f, h), r x 3(h + f) (without a gate, r x 2(h + f)). Dense
+    layers adapt their MLP (``ffn_size``); MoE layers adapt the shared
+    experts' path only (routed experts frozen; f = shared experts x expert
+    width, none without shared experts). A model that interleaves dense and
+    MoE layers (``moe_layer_step``, ``dense_layers``) counts each kind apart.
     """
-    h, ad, kd = arch.hidden_size, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
-    f = arch.ffn_size if not arch.is_moe else arch.shared_experts * (arch.expert_ffn_size or arch.ffn_size)
-    return float(arch.layers * rank * (7 * h + 2 * ad + 2 * kd + 3 * f) if f else
-                 arch.layers * rank * (4 * h + 2 * ad + 2 * kd))
+    h, d = arch.hidden_size, arch.d
+    attention = 4 * h + 2 * arch.heads * d + 2 * arch.kv_heads * d
+    matrices = 3 if arch.gated_mlp else 2
+
+    def mlp(f: int) -> int:
+        return matrices * (h + f) if f else 0
+
+    n_moe = arch_stats(arch).moe_layers if arch.is_moe else 0
+    shared = arch.shared_experts * (arch.expert_ffn_size or arch.ffn_size)
+    per_dense, per_moe = attention + mlp(arch.ffn_size), attention + mlp(shared)
+    return float(rank * ((arch.layers - n_moe) * per_dense + n_moe * per_moe))
 
 
 def flops_per_token(arch: ModelArch, seq_len: float, method: str = "full", lora_rank: int = 16) -> float:
