@@ -289,6 +289,25 @@ def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     assert "count of" not in plan.result.message
 
 
+def test_two_classes_over_their_limit_split_on_one_chosen_by_its_lp_bounds(solve):
+    # Two copies of FLIP's service (chat, and chat2 at twice the demand: 2 rps in p1, 20 in p2) on the same
+    # uncapped offerings, so they are independent. chat: A in both 1,100 (B in both 1,200). chat2: A in both
+    # 200 + 2,000 = 2,200; B (10 rps a replica) 1 replica in p1 (600) and 2 in p2 (1,200) = 1,800. The stable
+    # optimum is 1,100 + 1,800 = 2,900. Without limits both switch (chat 700, chat2 200 + 1,200), so both
+    # break their limit; the split fixes one of them (the one whose options' LP bounds prove most) and the
+    # solver chooses the other inside each leaf ("configuration of chat" matches chat2's name too: once).
+    data = copy.deepcopy(FLIP)
+    twin = copy.deepcopy(data["inference"][0])
+    twin["name"], twin["demand_rps"] = "chat2", {"p1": 2, "p2": 20}
+    data["inference"].append(twin)
+    plan = solve(data, solver="highs")
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(2_900)
+    assert plan.result.bound == pytest.approx(2_900, rel=1e-6)
+    gpus = plan.inference.groupby("service")["gpu"].unique()
+    assert list(gpus["chat"]) == ["L4"] and list(gpus["chat2"]) == ["H100-SXM"]
+    assert plan.result.message.count("configuration of chat") == 1
+
+
 def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
     # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
     # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200 (fix-and-optimize

@@ -358,28 +358,32 @@ class _Choice:
     options: list[tuple[str, np.ndarray, np.ndarray, bool]]
 
 
-def _configuration_choice(model: Model, first: SolveResult) -> _Choice | None:
-    """The request class that ``first`` (the plan without limits) puts on most configurations over its limit.
+def _configuration_choices(model: Model, first: SolveResult) -> list[_Choice]:
+    """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
 
-    None unless that class may use one configuration (N = 1) and has at
-    most :data:`MAX_SPLIT` candidates: then every stable plan uses exactly
-    one of them, k, and fixing k (the class's other configurations off) is
-    a partition of the stable plans.
+    Only classes that may use one configuration (N = 1) and have at most
+    :data:`MAX_SPLIT` candidates: every stable plan uses exactly one of
+    them, k, and fixing k (the class's other configurations off) is a
+    partition of the stable plans. Classes with the most configurations in
+    use come first; within a class, the configuration ``first`` uses most
+    is tried first.
     """
     ids = model.mip.variables["config-used"].ids
     cu = _use(model, first.x)
     used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
                                                                  limit=("max_configurations", "first"))
-    over = used[used["n"] > used["limit"]].sort_values("n", ascending=False)
-    if over.empty or int(over["limit"].iloc[0]) != 1:
-        return None
-    service, bucket = over.index[0]
-    ks = np.flatnonzero(((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy())
-    if len(ks) > MAX_SPLIT:
-        return None
-    cols = ids[ks]
-    return _Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols, (cols == ids[k]).astype(float), False)
-                                          for k in ks])
+    over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False, kind="stable")
+    out = []
+    for service, bucket in over.index:
+        mine = ((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy()
+        ks = np.flatnonzero(mine)
+        if len(ks) > MAX_SPLIT:
+            continue
+        top = ks[int(np.argmax(cu["use"].to_numpy()[ks]))]
+        cols = ids[ks]
+        out.append(_Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols,
+                                                    (cols == ids[k]).astype(float), k == top) for k in ks]))
+    return out
 
 
 def _commitment_choices(model: Model, a, first: SolveResult) -> list[_Choice]:
@@ -441,11 +445,13 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     """
     t0 = time.perf_counter()
     mip = model.mip
-    config = _configuration_choice(model, first)
-    if config is None:
+    configs = _configuration_choices(model, first)
+    if not configs:
         return None
-    choices = [config] + _commitment_choices(model, a, first)
     key = "highs" if solver == "cp-sat" else solver
+    if len(configs) > 1:
+        configs = [max(configs, key=lambda ch: _split_bound(mip, a, ch, key))]
+    choices = configs + _commitment_choices(model, a, first)
     B = first.bound
     state = {"best": None, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
@@ -523,8 +529,8 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
         leaf(b, share, r.x if r.status.has_plan else None, bound)
     bounds += [o[0] for o in open_]
     best, seconds = state["best"], state["seconds"]
-    what = (f"configuration of {config.name} ({len(config.options)} configurations)"
-            + "".join(f" and count of {c.name}" for c in choices[1:]))
+    what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
+            + "".join(f" and count of {c.name}" for c in choices[len(configs):]))
     if best is None:
         if not bounds:  # no option of the class admits a stable plan
             return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
@@ -541,6 +547,22 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
                     f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, the cheapest kept"
                     + ("; it costs what the plan without stability limits costs" if done() else ""))
     return best
+
+
+def _split_bound(mip, a, choice: _Choice, key: str) -> float:
+    """The bound splitting on ``choice`` proves at once: the least LP bound over its options (strong branching)."""
+    out = np.inf
+    for _label, cols, value, _preferred in choice.options:
+        lp = _copy(a)
+        lp.integer = np.zeros_like(lp.integer)
+        lp.col_lo[cols] = value
+        lp.col_hi[cols] = value
+        r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
+        if r.status == Status.OPTIMAL:
+            out = min(out, r.objective)
+        elif r.status != Status.INFEASIBLE:
+            raise _Unsettled
+    return out
 
 
 class _Unsettled(Exception):
