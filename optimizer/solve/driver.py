@@ -426,8 +426,10 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
 
     The plan without stability limits (``first``) puts some request class
     on more configurations than it may use. The decisions split on, in
-    order: that class's configuration (:func:`_configuration_choice`), then
-    each commitment's count (:func:`_commitment_choices`). Each choice's
+    order: the configuration of one such class (:func:`_configuration_choices`;
+    of several, the one whose options' least LP bound is highest,
+    :func:`_split_bound`: strong branching), then each commitment's count
+    (:func:`_commitment_choices`). Each choice's
     options partition the stable plans, so the stable optimum is the least
     of the leaves' optima (a leaf fixes one option of every choice), and the
     least of the leaves' bounds, with pruned subtrees at their LP bound,
