@@ -36,6 +36,7 @@ solve (plan tables and audit).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -104,10 +105,14 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
     CP-SAT solves no LP; HiGHS does it for that back end.
     """
-    a = model.mip.arrays()
-    a.integer = np.zeros_like(a.integer)
+    return _relaxed(model.mip, model.mip.arrays(), solver, time_limit)
+
+
+def _relaxed(mip, a, solver: str, time_limit: float | None = None) -> SolveResult:
+    """The LP of the arrays ``a`` of ``mip`` (integrality dropped; HiGHS solves it for CP-SAT)."""
+    lp = dataclasses.replace(a, integer=np.zeros_like(a.integer))
     key = "highs" if solver == "cp-sat" else solver
-    return BACKENDS[key](model.mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a)
+    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=lp)
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
@@ -309,8 +314,6 @@ def _raise_bound(result: SolveResult, bound: float | None) -> bool:
 
 
 def _copy(a):
-    import dataclasses
-
     return dataclasses.replace(a, col_lo=a.col_lo.copy(), col_hi=a.col_hi.copy(), row_lo=a.row_lo.copy(),
                                row_hi=a.row_hi.copy())
 
@@ -427,8 +430,8 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     The plan without stability limits (``first``) puts some request class
     on more configurations than it may use. The decisions split on, in
     order: the configuration of one such class (:func:`_configuration_choices`;
-    of several, the one whose options' least LP bound is highest,
-    :func:`_split_bound`: strong branching), then each commitment's count
+    of several, the one whose options' least LP bound is highest: strong
+    branching, :func:`_options`), then each commitment's count
     (:func:`_commitment_choices`). Each choice's
     options partition the stable plans, so the stable optimum is the least
     of the leaves' optima (a leaf fixes one option of every choice), and the
@@ -450,9 +453,14 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     configs = _configuration_choices(model, first)
     if not configs:
         return None
-    key = "highs" if solver == "cp-sat" else solver
-    if len(configs) > 1:
-        configs = [max(configs, key=lambda ch: _split_bound(mip, a, ch, key))]
+    try:
+        # of several classes, the one whose options' least LP bound is highest (strong branching); its
+        # options' LPs are the first level of the search
+        options, config = max(((_options(mip, a, ch, solver), ch) for ch in configs),
+                              key=lambda oc: min((o[1] for o in oc[0]), default=np.inf))
+    except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
+        return None
+    configs = [config]
     choices = configs + _commitment_choices(model, a, first)
     B = first.bound
     state = {"best": None, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
@@ -488,24 +496,12 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
         else:
             open_.append([bound, b, r])
 
-    def node(b, depth: int, budget_end: float | None) -> None:
+    def node(b, depth: int, budget_end: float | None, kids: list | None = None) -> None:
         if depth == len(choices):
             share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
             leaf(b, share)
             return
-        kids = []
-        for _label, cols, value, preferred in choices[depth].options:
-            c = _copy(b)
-            c.col_lo[cols] = value
-            c.col_hi[cols] = value
-            lp = _copy(c)
-            lp.integer = np.zeros_like(lp.integer)
-            r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
-            if r.status == Status.OPTIMAL:
-                kids.append((not preferred, r.objective, c))
-            elif r.status != Status.INFEASIBLE:
-                raise _Unsettled
-        kids.sort(key=lambda t: (t[0], t[1]))
+        kids = _options(mip, b, choices[depth], solver) if kids is None else kids
         for i, (_p, lp_bound, c) in enumerate(kids):
             if done() or settled(lp_bound):
                 bounds.append(lp_bound)
@@ -517,7 +513,7 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
             node(c, depth + 1, end)
 
     try:
-        node(_copy(a), 0, None if time_limit is None else t0 + time_limit)
+        node(a, 0, None if time_limit is None else t0 + time_limit, options)
     except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
         return None
     # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
@@ -527,8 +523,7 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
         if settled(bound):
             bounds.append(bound)
             continue
-        share = None if left() is None else max(1.0, left() / (len(open_) + 1))
-        leaf(b, share, r.x if r.status.has_plan else None, bound)
+        leaf(b, max(1.0, left() / (len(open_) + 1)), r.x if r.status.has_plan else None, bound)
     bounds += [o[0] for o in open_]
     best, seconds = state["best"], state["seconds"]
     what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
@@ -551,20 +546,23 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     return best
 
 
-def _split_bound(mip, a, choice: _Choice, key: str) -> float:
-    """The bound splitting on ``choice`` proves at once: the least LP bound over its options (strong branching)."""
-    out = np.inf
-    for _label, cols, value, _preferred in choice.options:
-        lp = _copy(a)
-        lp.integer = np.zeros_like(lp.integer)
-        lp.col_lo[cols] = value
-        lp.col_hi[cols] = value
-        r = BACKENDS[key](mip, time_limit=None, gap=1e-9, threads=None, start=None, arrays=lp)
+def _options(mip, b, choice: _Choice, solver: str) -> list[tuple[bool, float, object]]:
+    """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays), in search order.
+
+    Options whose LP is infeasible are left out; an LP neither optimal nor
+    infeasible raises :class:`_Unsettled`.
+    """
+    out = []
+    for _label, cols, value, preferred in choice.options:
+        c = _copy(b)
+        c.col_lo[cols] = value
+        c.col_hi[cols] = value
+        r = _relaxed(mip, c, solver)
         if r.status == Status.OPTIMAL:
-            out = min(out, r.objective)
+            out.append((not preferred, r.objective, c))
         elif r.status != Status.INFEASIBLE:
             raise _Unsettled
-    return out
+    return sorted(out, key=lambda t: (t[0], t[1]))
 
 
 class _Unsettled(Exception):
