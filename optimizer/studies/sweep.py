@@ -23,14 +23,13 @@ import json
 import re
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import InputError
-from ..executors import dask_client, make_executor
+from ..executors import make_executor
 from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -248,55 +247,30 @@ class Progress:
 def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", scheduler: str | None = None,
               progress: Progress | None = None) -> list[dict]:
     """Solve every task; results in task order. ``executor``: ``local`` (processes when
-    ``workers > 1``) or ``dask`` (``scheduler`` address, or a local Dask cluster of ``workers``)."""
+    ``workers > 1``) or ``dask`` (``scheduler`` address, or a local Dask cluster of ``workers``)
+    (:func:`optimizer.executors.make_executor`)."""
     progress = progress or Progress(len(tasks), enabled=False)
     results: dict[int, dict] = {}
-
-    def take(res: dict) -> None:
-        if "input_error" in res:
-            raise InputError(f"point {res['index']}: {res['input_error']}")
-        results[res["index"]] = res
-        progress.update()
-
+    # no more local processes than tasks (one task runs in this process)
+    pool = make_executor(executor, workers if executor == "dask" else min(workers, len(tasks)), scheduler)
     try:
-        if executor == "dask":
-            from dask.distributed import as_completed
-
-            client, cluster = dask_client(scheduler, workers)
-            try:
-                tag = uuid.uuid4().hex[:8]
-                futures = [client.submit(solve_task, t, key=f"gpuopt-{tag}-{t['index']}", pure=False)
-                           for t in tasks]
-                try:
-                    for fut in as_completed(futures):
-                        take(fut.result())
-                finally:
-                    for f in futures:
-                        f.release()
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-        elif workers > 1 and len(tasks) > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
-                                     mp_context=mp.get_context("spawn")) as pool:
-                futures = [pool.submit(solve_task, t) for t in tasks]
-                try:
-                    for fut in as_completed(futures):
-                        take(fut.result())
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
-        else:
-            for t in tasks:
-                take(solve_task(t))
+        for res in _run(pool, tasks, progress):
+            results[res["index"]] = res
     finally:
+        pool.close()
         progress.close()
     return [results[t["index"]] for t in tasks]
+
+
+def _run(pool, tasks: list[dict], progress: Progress):
+    """Each task's result from ``pool``, in task order (an input error at a point raises it)."""
+    futures = [pool.submit(solve_task, t) for t in tasks]
+    for fut in futures:
+        res = fut.result()
+        if "input_error" in res:
+            raise InputError(f"point {res['index']}: {res['input_error']}")
+        progress.update()
+        yield res
 
 
 def _numeric(v) -> bool:
@@ -331,16 +305,11 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     anchors: dict[int, Anchor | None] = {}
 
     def batch(items: list[dict]) -> None:
-        futures = [pool.submit(solve_task, item) for item in items]
-        for fut in futures:
-            res = fut.result()
-            if "input_error" in res:
-                raise InputError(f"point {res['index']}: {res['input_error']}")
+        for res in _run(pool, items, progress):
             a = res.pop("anchor", None)
             results[res["index"]] = res
             if not res.get("settled"):
                 anchors[res["index"]] = None if a is None else Anchor(**a)
-            progress.update()
 
     pool = make_executor(executor, workers, scheduler)  # one pool for every round
     try:
@@ -527,7 +496,7 @@ def plot(dims: list[Dimension], pts: list[dict], bps: list[dict], path: str, cur
 
     if len(dims) == 1:
         d = dims[0]
-        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.values)
+        numeric = all(_numeric(v) for v in d.values)
         xs = list(d.values) if numeric else list(range(len(d.values)))
         fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
         ys = [p["objective"] if p["objective"] is not None else np.nan for p in pts]
