@@ -36,6 +36,7 @@ B·log2(points) solves instead of one per point.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -69,8 +70,8 @@ class Anchor:
         return float(self.c @ x + self.c0)
 
     def as_dict(self) -> dict:
-        return {"index": self.index, "t": self.t, "x": self.x, "c": self.c, "c0": self.c0,
-                "objective": self.objective, "bound": self.bound, "shape": self.shape}
+        """Plain data for a task (``Anchor(**d)`` rebuilds it)."""
+        return dataclasses.asdict(self)
 
 
 def shape(a: Arrays) -> str:
@@ -143,16 +144,11 @@ def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver:
     if abs(float(a.c0) - c0) > AFFINE_TOLERANCE * (1.0 + abs(c0)):
         return None
     bound = lam * left.bound + (1 - lam) * right.bound
-    best = None
-    for x, other in ((left.x, left), (right.x, right)):
-        if violations(a, x):
-            continue
-        cost = float(c @ x + a.c0)
-        if best is None or cost < best[0]:
-            best = (cost, x, other)
-    if best is None:
+    feasible = [(float(c @ o.x + a.c0), o) for o in (left, right) if not violations(a, o.x)]
+    if not feasible:
         return None
-    cost, x, source = best
+    cost, source = min(feasible, key=lambda f: f[0])
+    x = source.x
     g = relative_gap(cost, bound)
     if g is None or g > gap + 1e-12:
         return None
