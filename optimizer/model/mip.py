@@ -13,6 +13,8 @@ coordinate form, row bounds, variable bounds, integrality and the objective.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -86,6 +88,10 @@ class Arrays:
     def activity(self, x: np.ndarray) -> np.ndarray:
         """A x: each row's value at the point ``x``."""
         return np.bincount(self.rows, weights=self.vals * x[self.cols], minlength=self.n_rows)
+
+    def relaxed(self) -> "Arrays":
+        """The same program with every integrality dropped (its LP relaxation); the other arrays are shared."""
+        return dataclasses.replace(self, integer=np.zeros_like(self.integer))
 
 
 class TrivialInfeasibility(Exception):

@@ -150,8 +150,7 @@ def solve_period(task: PeriodTask) -> dict:
     if r.status == Status.INFEASIBLE:
         how = "infeasible"
     if bound is None and how != "infeasible":  # stopped before a bound, or failed: the LP still proves
-        lp = solve_highspy(None, gap=1e-9, arrays=dataclasses.replace(task.arrays,
-                                                                      integer=np.zeros_like(task.arrays.integer)))
+        lp = solve_highspy(None, gap=1e-9, arrays=task.arrays.relaxed())
         if lp.status == Status.OPTIMAL:
             bound, how = lp.objective, "lp"
     return {"period": task.period, "bound": bound, "bound_from": how, "status": r.status.value,
@@ -206,8 +205,7 @@ class Pending:
                     row = {"period": task.period, "bound": self.lp_values[i], "bound_from": "lp", "objective": None,
                            "seconds": 0.0}
                 else:
-                    relaxed = dataclasses.replace(task, arrays=dataclasses.replace(
-                        task.arrays, integer=np.zeros_like(task.arrays.integer)), time_limit=None)
+                    relaxed = dataclasses.replace(task, arrays=task.arrays.relaxed(), time_limit=None)
                     row = solve_period(relaxed)
                     row["bound_from"] = "lp" if row["bound"] is not None else row["bound_from"]
                 row["status"] = "not finished"
@@ -297,7 +295,7 @@ def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndar
     from .backends.highspy_backend import solve_highspy
 
     a = arrays if arrays is not None else model.mip.arrays()
-    r = solve_highspy(None, gap=1e-9, arrays=dataclasses.replace(a, integer=np.zeros_like(a.integer)))
+    r = solve_highspy(None, gap=1e-9, arrays=a.relaxed())
     if r.status != Status.OPTIMAL or r.duals is None:
         return None
     return r.objective, r.duals

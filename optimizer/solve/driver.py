@@ -110,9 +110,8 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 def _relaxed(mip, a, solver: str, time_limit: float | None = None) -> SolveResult:
     """The LP of the arrays ``a`` of ``mip`` (integrality dropped; HiGHS solves it for CP-SAT)."""
-    lp = dataclasses.replace(a, integer=np.zeros_like(a.integer))
     key = "highs" if solver == "cp-sat" else solver
-    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=lp)
+    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
