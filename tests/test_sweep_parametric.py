@@ -74,6 +74,7 @@ def model_at(tmp_path, price: float, name: str):
 def anchor_at(tmp_path, price: float, index: int):
     model = model_at(tmp_path, price, f"p{index}.yaml")
     plan = run(model.problem, solver="highs", gap=1e-9)
+    assert plan.audit == [], plan.audit
     return parametric.anchor(index, price, plan.result, plan.mip.arrays())
 
 
