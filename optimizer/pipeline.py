@@ -8,6 +8,9 @@ failed solve is a plan with that status and a reason.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+
+import numpy as np
 
 from .audit import audit
 from .candidates import Candidates, build_candidates
@@ -69,6 +72,7 @@ def run(
     threads: int | None = None,
     candidates: Candidates | None = None,
     executor=None,
+    known: Sequence[np.ndarray] = (),
 ) -> Plan:
     """Solve ``problem`` and return its plan (with status, objective, bounds and gap), audited.
 
@@ -76,7 +80,10 @@ def run(
     with that status and a reason. Anything else that goes wrong is a bug
     and propagates (the command line reports it as an internal error).
     ``executor`` (:mod:`optimizer.executors`): where the period models of the
-    decomposition bound run (none: no decomposition).
+    decomposition bound run (none: no decomposition). ``known``: plans
+    already in hand (a sweep's solved neighbours), each used as the search's
+    first incumbent only if it meets every row of this problem's model
+    (:func:`optimizer.solve.driver.known_plan`).
     """
     t0 = time.perf_counter()
     cands = candidates or build_candidates(problem)
@@ -89,7 +96,7 @@ def run(
     else:
         # the limit is the whole run's: the build is spent, and the plan and audit after the solve need time too
         budget = driver.solve_budget(time_limit, time.perf_counter() - t0)
-        result = driver.solve(model, solver, budget, gap, threads, executor=executor)
+        result = driver.solve(model, solver, budget, gap, threads, executor=executor, known=known)
         result.build_seconds += build
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (

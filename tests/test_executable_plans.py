@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pandas as pd
 
 import pytest
 
@@ -362,3 +363,58 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     assert r.status.has_plan and r.status != Status.INFEASIBLE
     assert r.objective == pytest.approx(1_100)
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)
+
+
+def test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it(solve, monkeypatch):
+    # FLIP plus the 12-month reservation of test_the_split_also_fixes_a_commitment_count (optimum 1,000: B
+    # on one reserved unit). At 7 $/h a reserved unit costs 1,400 over the plan, so that point's optimum is
+    # A (L4) in both periods, 1,100, with no reservation. The two points have the same columns and rows, so
+    # the 7 $/h plan is a plan of the 5 $/h point, costing 1,100 there too. Handed over as known, it is the
+    # split's first best plan: every leaf is cut off at 1,100 from the start, and the leaf of one reserved
+    # unit finds 1,000, which replaces it. Handed the 1,000 plan itself, no leaf is cheaper and it is kept.
+    # A vector that serves nothing breaks the demand rows and is ignored.
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    dear = solve(data, solver="highs", sets=["offerings[h100-1y].price_per_hour=7"])
+    assert dear.status == Status.OPTIMAL and dear.objective == pytest.approx(1_100)
+    assert set(dear.inference["offering"]) == {"l4"}
+    cutoffs = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        cutoffs.append(kw.get("cutoff"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(driver, "backend_solve", spy)
+    plan = solve(data, solver="highs", known=[dear.result.x, np.zeros_like(dear.result.x)])
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert set(plan.inference["offering"]) == {"h100-1y"}
+    leaves = cutoffs[1:]  # after the model without limits
+    assert leaves and all(c is not None and c <= 1_100 + 1e-6 for c in leaves)
+    assert leaves[0] == pytest.approx(1_100)
+    assert plan.result.message.endswith("the cheapest kept")
+
+    kept = solve(data, solver="highs", known=[plan.result.x])
+    assert kept.status == Status.OPTIMAL and kept.objective == pytest.approx(1_000)
+    assert kept.result.bound == pytest.approx(1_000, rel=1e-6)
+    assert "none cheaper than the known plan, which is kept" in kept.result.message
+
+
+def test_a_known_plan_is_used_only_where_it_meets_every_row():
+    # known_plan checks each vector on the model's own arrays: one of the wrong length and one that breaks a
+    # row are dropped; of two feasible ones the cheaper is kept, priced by the model's own costs.
+    from optimizer.model.mip import MIP, terms
+    from optimizer.solve.driver import known_plan
+
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1], "k": [0, 0]}), upper=np.array([10.0, 10.0]), integer=True)
+    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
+                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
+    m.add_objective(terms(x, [], np.array([1.0, 1.5])))
+    a = m.arrays()
+    assert known_plan(a, [np.zeros(3), np.array([1.0, 1.0])], "highs") is None  # wrong length; 2 + 3 < 13
+    best = known_plan(a, [np.array([0.0, 5.0]), np.array([5.0, 1.0]), np.array([2.5, 3.0])], "highs")
+    # 0 + 7.5 = 7.5 against 5 + 1.5 = 6.5; (2.5, 3) is fractional
+    assert best.objective == pytest.approx(6.5) and list(best.x) == [5.0, 1.0]

@@ -97,3 +97,22 @@ def test_settling_checks_the_point_against_its_neighbours(tmp_path):
     pr = load_problem(write_problem(tmp_path, data, "more.yaml"))
     other = presolve.build(pr, build_candidates(pr)).mip.arrays()
     assert parametric.settle(other, 1.4, left, left2, gap=1e-9) is None
+
+
+def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path, monkeypatch):
+    # The sweep of the first test: the ends are solved from nothing; every other point it solves (the
+    # midpoints of the stretches it cannot settle) is handed both neighbours' plans, which the driver
+    # uses as a first incumbent where they meet the point's rows. The answers stay 500·min(p, 2).
+    import optimizer.pipeline as pipeline
+
+    real, calls = pipeline.run, []
+
+    def spy(problem, *args, known=(), **kw):
+        calls.append(len(known))
+        return real(problem, *args, known=known, **kw)
+
+    monkeypatch.setattr(pipeline, "run", spy)
+    path = write_problem(tmp_path, two_offerings())
+    sw = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.0:21", solver="highs")
+    assert [p["objective"] for p in sw.points] == pytest.approx([500 * min(1.0 + 0.1 * i, 2.0) for i in range(21)])
+    assert calls[:2] == [0, 0] and len(calls) > 2 and all(n == 2 for n in calls[2:])

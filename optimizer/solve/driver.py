@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,11 +116,16 @@ def _relaxed(mip, a, solver: str, time_limit: float | None = None) -> SolveResul
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
-          threads: int | None = None, start: np.ndarray | None = None, executor=None) -> SolveResult:
+          threads: int | None = None, start: np.ndarray | None = None, executor=None,
+          known: Sequence[np.ndarray] = ()) -> SolveResult:
     """Solve ``model`` within ``time_limit`` seconds of wall clock (see the module docstring).
 
     Returns the back end's result with ``relaxation_bound`` set; the bound
-    reported is never below the relaxation's. With an ``executor``
+    reported is never below the relaxation's. ``known``: plans the caller
+    already has (a sweep's solved neighbours); the cheapest that meets every
+    row of ``model`` (:func:`known_plan`) is the search's first incumbent,
+    so what costs more is cut off from the start, and the result is never
+    dearer than it. With an ``executor``
     (:mod:`optimizer.executors`), the period models of
     :mod:`optimizer.solve.decompose` run on it at the LP's duals after the
     search, in :data:`DECOMPOSITION_SHARE` of the time, and their bound
@@ -138,11 +144,17 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         # the periods are solved apart after the search, in their own share: on this machine's cores they
         # would slow the search down, and on shared workers the period rounds would queue behind them
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
+    incumbent = known_plan(model.mip.arrays(), known, solver)
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
-                              executor=executor)
+                              executor=executor, incumbent=incumbent)
     else:
+        if start is None and incumbent is not None:
+            start = incumbent.x
         result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
+    if incumbent is not None and (not result.status.has_plan or result.objective > incumbent.objective + 1e-9):
+        # the search ended on its limit with nothing better (or without a plan): the known plan, with its bound
+        result = _keep_known(incumbent, result, gap)
     result.relaxation_bound = lp_bound
     result.solve_seconds += lp.solve_seconds
     if lp_bound is not None and result.status.has_plan and (result.bound is None or result.bound < lp_bound):
@@ -153,6 +165,35 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         _solve_apart(model, lp, executor, None if time_limit is None else time_limit - (time.perf_counter() - t0),
                      gap, result)
     return result
+
+
+def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | None:
+    """The cheapest of the plans ``known`` that is a feasible point of the arrays ``a``, as a result; or None.
+
+    Each is checked on ``a`` itself (every row, bound and integrality,
+    :func:`~optimizer.solve.feasibility.violations`): a plan from another
+    model (a neighbouring point of a sweep) is used only where it is a plan
+    of this one.
+    """
+    feasible = [np.asarray(x, float) for x in known if not violations(a, np.asarray(x, float))]
+    if not feasible:
+        return None
+    x = min(feasible, key=lambda v: objective(a, v))
+    return SolveResult(Status.FEASIBLE, solver, objective=objective(a, x), x=x.copy(),
+                       message=f"a known plan ({objective(a, x):,.2f})")
+
+
+def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> SolveResult:
+    """The known plan with the search's proven bound (the search found nothing cheaper in its time)."""
+    bound = None if result.bound is None else min(result.bound, incumbent.objective)
+    g = relative_gap(incumbent.objective, bound)
+    proven = g is not None and g <= gap + 1e-12
+    return dataclasses.replace(
+        incumbent, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
+        x=incumbent.x.copy(), solve_seconds=result.solve_seconds, build_seconds=result.build_seconds,
+        root_bound=result.root_bound,
+        message=f"{'optimal' if proven else 'time limit'}: the known plan, the search found nothing cheaper "
+                f"({result.message})")
 
 
 def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
@@ -198,7 +239,8 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 
 
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
-                 guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None) -> SolveResult:
+                 guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None,
+                 incumbent: SolveResult | None = None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -215,6 +257,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
        gap), it is proven optimal with bound B.
     3. *Whole*: the stable model, started from stage 2's plan, with the
        time left; its bound is the better of its own and B.
+
+    ``incumbent`` (a stable plan the caller has, :func:`known_plan`) starts
+    stage 1 (with every configuration allowed) and is the split's first best
+    plan; its choices are the split's first options.
 
     Under a time limit, if stage 1 stops on the limit (a large model), the
     configurations are fixed instead (:func:`_fixed_configurations`):
@@ -244,8 +290,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     free.col_hi[ids] = 1.0
     free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
     guide_gap = max(gap, GUIDE_GAP)
+    known_x = None
+    if incumbent is not None:  # a stable plan is a plan of the model without limits, with every configuration on
+        known_x = incumbent.x.copy()
+        known_x[ids] = 1.0
     first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["unlimited"]),
-                          gap=guide_gap, threads=threads, arrays=free)
+                          gap=guide_gap, threads=threads, arrays=free, start=known_x)
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
@@ -258,7 +308,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor)
     split = _split(model, a, first, solver, None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                   gap, threads)
+                   gap, threads, incumbent)
     if split is not None:
         return split
     if guide_gap > gap and first.status.has_plan:
@@ -290,8 +340,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         second.solve_seconds += first.solve_seconds
         return second
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    start = second.x if second.status.has_plan else None
+    if incumbent is not None and (start is None or incumbent.objective < second.objective):
+        start = incumbent.x
     whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, target=target,
-                          start=second.x if second.status.has_plan else None)
+                          start=start)
     whole.solve_seconds += first.solve_seconds + second.solve_seconds
     if _raise_bound(whole, bound) and whole.gap <= gap + 1e-12:
         whole.status = Status.OPTIMAL
@@ -360,18 +413,19 @@ class _Choice:
     options: list[tuple[str, np.ndarray, np.ndarray, bool]]
 
 
-def _configuration_choices(model: Model, first: SolveResult) -> list[_Choice]:
+def _configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None) -> list[_Choice]:
     """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
 
     Only classes that may use one configuration (N = 1) and have at most
     :data:`MAX_SPLIT` candidates: every stable plan uses exactly one of
     them, k, and fixing k (the class's other configurations off) is a
     partition of the stable plans. Classes with the most configurations in
-    use come first; within a class, the configuration ``first`` uses most
-    is tried first.
+    use come first; within a class, the configuration the plan ``prefer``
+    (default: ``first``) uses most is tried first.
     """
     ids = model.mip.variables["config-used"].ids
     cu = _use(model, first.x)
+    pref = cu["use"].to_numpy() if prefer is None else _use(model, prefer)["use"].to_numpy()
     used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
                                                                  limit=("max_configurations", "first"))
     over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False, kind="stable")
@@ -381,14 +435,14 @@ def _configuration_choices(model: Model, first: SolveResult) -> list[_Choice]:
         ks = np.flatnonzero(mine)
         if len(ks) > MAX_SPLIT:
             continue
-        top = ks[int(np.argmax(cu["use"].to_numpy()[ks]))]
+        top = ks[int(np.argmax(pref[ks]))]
         cols = ids[ks]
         out.append(_Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols,
                                                     (cols == ids[k]).astype(float), k == top) for k in ks]))
     return out
 
 
-def _commitment_choices(model: Model, a, first: SolveResult) -> list[_Choice]:
+def _commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray | None = None) -> list[_Choice]:
     """One choice per commitment column (reserved units of a term block, new owned servers): its count.
 
     A commitment is a single integer that every period of its term uses, so
@@ -396,8 +450,8 @@ def _commitment_choices(model: Model, a, first: SolveResult) -> list[_Choice]:
     relaxation at once; with the count fixed, the solver's root cuts close
     most of the gap (docs/performance.md, "The exact split"). Only when the
     model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
-    with at most :data:`MAX_SPLIT` values; the count the plan without
-    limits chose is tried first.
+    with at most :data:`MAX_SPLIT` values; the count the plan ``prefer``
+    (default: the plan without limits) chose is tried first.
     """
     named = []
     for block in COMMITMENTS:
@@ -416,14 +470,15 @@ def _commitment_choices(model: Model, a, first: SolveResult) -> list[_Choice]:
         lo, hi = int(round(a.col_lo[col])), int(round(a.col_hi[col]))
         if hi - lo + 1 > MAX_SPLIT:
             continue
-        chosen = int(round(first.x[col])) if first.status.has_plan else None
+        chosen = (int(round(prefer[col])) if prefer is not None
+                  else int(round(first.x[col])) if first.status.has_plan else None)
         one = np.array([col])
         out.append(_Choice(what, [(str(n), one, np.array([float(n)]), n == chosen) for n in range(lo, hi + 1)]))
     return out
 
 
 def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
-           threads: int | None) -> SolveResult | None:
+           threads: int | None, incumbent: SolveResult | None = None) -> SolveResult | None:
     """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
 
     The plan without stability limits (``first``) puts some request class
@@ -442,6 +497,10 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     cutoff); and the search ends as soon as the best plan meets ``first``'s
     bound (a relaxation: nothing is cheaper).
 
+    ``incumbent``, a stable plan the caller has, is the first best plan
+    (everything dearer is pruned or cut off from the start), and its choices
+    are the preferred options.
+
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
     not yet taken; a leaf stopped on its share keeps its bound and is taken
@@ -449,7 +508,8 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     """
     t0 = time.perf_counter()
     mip = model.mip
-    configs = _configuration_choices(model, first)
+    prefer = None if incumbent is None else incumbent.x
+    configs = _configuration_choices(model, first, prefer)
     if not configs:
         return None
     try:
@@ -460,9 +520,9 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
         return None
     configs = [config]
-    choices = configs + _commitment_choices(model, a, first)
+    choices = configs + _commitment_choices(model, a, first, prefer)
     B = first.bound
-    state = {"best": None, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
+    state = {"best": incumbent, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
     open_: list[list] = []        # [bound, arrays, result] of leaves stopped on their share of the time
 
@@ -540,7 +600,8 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     proven = best.gap is not None and best.gap <= gap + 1e-12
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
     best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
-                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, the cheapest kept"
+                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, "
+                    + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else ""))
     return best
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import InputError
@@ -167,8 +168,11 @@ def solve_task(task: dict) -> dict:
     A task with ``t`` (its value along a line of the grid) also returns its
     :class:`~optimizer.studies.parametric.Anchor` (``anchor``: None when its
     plan is not proven optimal). A task with ``left`` and ``right`` anchors
-    is first settled from them (:func:`optimizer.studies.parametric.settle`)
-    and solved only if it cannot be (``settled`` says which).
+    (its solved neighbours) and ``settle`` is first settled from them
+    (:func:`optimizer.studies.parametric.settle`) and solved only if it
+    cannot be (``settled`` says which); a task solved with anchors starts
+    its search from the cheaper of their plans where that is a plan of its
+    own model (:func:`optimizer.solve.driver.known_plan`).
     """
     from ..pipeline import run
     from .whatif import build, summary
@@ -177,12 +181,13 @@ def solve_task(task: dict) -> dict:
         problem = build(task["raw"], task["file"])
     except InputError as e:
         return {"index": task["index"], "input_error": e.render()}
-    if task.get("left") is not None:
+    if task.get("settle"):
         out = _settle_task(task, problem)
         if out is not None:
             return out
+    known = [np.asarray(task[side]["x"], float) for side in ("left", "right") if task.get(side) is not None]
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
-               threads=task["threads"])
+               threads=task["threads"], known=known)
     out = {"index": task["index"], **summary(plan)}
     if task.get("t") is not None:
         from .parametric import anchor
@@ -287,7 +292,8 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     for each stretch between two solved points of a line, either every
     point inside is predicted settled by the two (:func:`~optimizer.studies.parametric.predict`),
     and is sent to be settled (each checked on its own model, solved if
-    that fails), or its midpoint is solved. When a line's two ends differ
+    that fails), or its midpoint is solved, starting from the cheaper of
+    the two plans (a first incumbent: what costs more is cut off). When a line's two ends differ
     in anything but the objective, the rest of the line is solved at once.
     Lines along a non-numeric dimension are solved point by point.
     """
@@ -338,13 +344,14 @@ def _rounds(lines, by_index, tvalue, results, anchors, gap, batch) -> None:
                 if not inside:
                     continue
                 left, right = anchors[i], anchors[j]
+                sides = {side: None if anchor is None else anchor.as_dict()
+                         for side, anchor in (("left", left), ("right", right))}
                 guess = [predict(tvalue[k], left, right) if left and right else None for k in inside]
                 if all(g is not None and (g[0] - g[1]) <= gap * max(abs(g[0]), 1e-9) + 1e-9 for g in guess):
-                    todo += [{**by_index[k], "t": tvalue[k], "left": left.as_dict(), "right": right.as_dict()}
-                             for k in inside]
+                    todo += [{**by_index[k], "t": tvalue[k], **sides, "settle": True} for k in inside]
                 else:
                     m = (i + j) // 2
-                    todo.append({**by_index[m], "t": tvalue[m]})
+                    todo.append({**by_index[m], "t": tvalue[m], **sides})
         if not todo:
             break
         batch(todo)

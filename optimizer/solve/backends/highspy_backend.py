@@ -89,9 +89,13 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     ``target``: stop as soon as a plan costs at most this much (the caller
     holds a proof that nothing is cheaper, e.g. a relaxation's bound); the
     result is then ``feasible`` with HiGHS's own bound, and the caller
-    applies its proof. ``cutoff``: stop as soon as the bound proves that
-    nothing costs less than this (the caller has such a plan elsewhere); the
-    result carries that bound, with the best plan if there is one.
+    applies its proof. ``cutoff``: the caller has a plan of this cost
+    elsewhere, so only cheaper plans matter: HiGHS prunes every node whose
+    bound reaches it from the start (its ``objective_bound``), and stops as
+    soon as its global bound does. A plan found at or above the cutoff only
+    shows that nothing cheaper than the cutoff exists here; the result then
+    carries the cutoff as its bound. A search that proves nothing is below
+    the cutoff ends "cut off", with the cutoff as its bound.
     """
     import highspy
 
@@ -107,6 +111,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     h.passModel(_lp(highspy, a))
+    if cutoff is not None and np.isfinite(cutoff) and a.integer.any():
+        h.setOptionValue("objective_bound", float(cutoff))
     used_start = ""
     if start is not None:
         sol = highspy.HighsSolution()
@@ -149,7 +155,11 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     S = highspy.HighsModelStatus
     common = dict(build_seconds=build, solve_seconds=elapsed, log="".join(log), start=used_start,
                   root_bound=root["bound"])
+    cut = cutoff is not None and np.isfinite(cutoff) and mip_model
     if status == S.kInfeasible:
+        if cut:  # nodes at or above the cutoff were pruned: nothing here costs less than it
+            return SolveResult(Status.ERROR, "highs", message=f"cut off: nothing here costs less than {cutoff:,.2f}",
+                               bound=float(cutoff), **common)
         return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
     if status == S.kModelEmpty:  # no variables (nothing to buy): the plan is empty, its cost the constant
         return SolveResult(Status.OPTIMAL, "highs", objective=float(a.c0), bound=float(a.c0), gap=0.0,
@@ -157,6 +167,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
     dual = float(info.mip_dual_bound) if mip_model else None
     bound = dual if dual is not None and np.isfinite(dual) else None
+    if cut:
+        # the nodes pruned at the cutoff prove only that much: the bound is at most the cutoff
+        bound = float(cutoff) if bound is None else min(bound, float(cutoff))
     if not has_plan:
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
