@@ -116,3 +116,33 @@ def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path
     sw = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.0:21", solver="highs")
     assert [p["objective"] for p in sw.points] == pytest.approx([500 * min(1.0 + 0.1 * i, 2.0) for i in range(21)])
     assert calls[:2] == [0, 0] and len(calls) > 2 and all(n == 2 for n in calls[2:])
+
+
+def test_stretches_are_split_in_as_many_points_as_workers_are_free():
+    # A line of 11 points whose solves never settle anything (each anchor's bound is 0 below a plan of 1).
+    # One worker bisects: {0, 10}, {5}, {2, 7}, {1, 3, 6, 8}, {4, 9}. Two workers split the one stretch of
+    # round 2 in three ({3, 6}: 10·1//3 and 10·2//3), then the three stretches in one point each: {1, 4, 8},
+    # then {2, 5, 7, 9}. Every point is solved exactly once either way; each point inside carries its
+    # two neighbours.
+    import numpy as np
+
+    from optimizer.studies.sweep import _rounds
+
+    def run(workers):
+        rounds, results, anchors = [], {}, {}
+
+        def batch(items):
+            rounds.append(sorted(t["index"] for t in items))
+            for t in items:
+                assert ("left" in t) == (t["index"] not in (0, 10))
+                results[t["index"]] = {"index": t["index"]}
+                anchors[t["index"]] = parametric.Anchor(t["index"], t["t"], np.zeros(1), np.zeros(1), 1.0,
+                                                        1.0, 0.0, "same")
+
+        line = list(range(11))
+        _rounds([line], {i: {"index": i} for i in line}, {i: float(i) for i in line}, results, anchors, 1e-6,
+                batch, workers)
+        return rounds
+
+    assert run(1) == [[0, 10], [5], [2, 7], [1, 3, 6, 8], [4, 9]]
+    assert run(2) == [[0, 10], [3, 6], [1, 4, 8], [2, 5, 7, 9]]

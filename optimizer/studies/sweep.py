@@ -319,20 +319,26 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
 
     pool = make_executor(executor, workers, scheduler)  # one pool for every round
     try:
-        _rounds(lines, by_index, tvalue, results, anchors, gap, batch)
+        _rounds(lines, by_index, tvalue, results, anchors, gap, batch, workers)
     finally:
         pool.close()
         progress.close()
     return [results[t["index"]] for t in tasks]
 
 
-def _rounds(lines, by_index, tvalue, results, anchors, gap, batch) -> None:
-    """The rounds of :func:`run_lines`: ends first, then settle or bisect each stretch between solved points."""
+def _rounds(lines, by_index, tvalue, results, anchors, gap, batch, workers: int = 1) -> None:
+    """The rounds of :func:`run_lines`: ends first, then settle or split each stretch between solved points.
+
+    A stretch that cannot be settled gets k points solved inside it, evenly
+    spaced, k = ``workers`` ÷ (stretches open in the round), at least 1:
+    bisection with one worker, and no worker idle while a round has fewer
+    open stretches than workers.
+    """
     from .parametric import predict
 
     batch([{**by_index[i], "t": tvalue[i]} for line in lines for i in (line[0], line[-1])])
     while True:
-        todo = []
+        todo, open_ = [], []
         for line in lines:
             solved = [i for i in line if i in anchors]
             if len(solved) == 2 and (anchors[line[0]] is None or anchors[line[-1]] is None
@@ -350,8 +356,11 @@ def _rounds(lines, by_index, tvalue, results, anchors, gap, batch) -> None:
                 if all(g is not None and (g[0] - g[1]) <= gap * max(abs(g[0]), 1e-9) + 1e-9 for g in guess):
                     todo += [{**by_index[k], "t": tvalue[k], **sides, "settle": True} for k in inside]
                 else:
-                    m = (i + j) // 2
-                    todo.append({**by_index[m], "t": tvalue[m], **sides})
+                    open_.append((i, j, sides))
+        k = max(1, workers // max(1, len(open_)))
+        for i, j, sides in open_:
+            probes = sorted({i + (j - i) * q // (k + 1) for q in range(1, k + 1)} - {i, j})
+            todo += [{**by_index[m], "t": tvalue[m], **sides} for m in probes]
         if not todo:
             break
         batch(todo)
