@@ -118,31 +118,65 @@ def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path
     assert calls[:2] == [0, 0] and len(calls) > 2 and all(n == 2 for n in calls[2:])
 
 
-def test_stretches_are_split_in_as_many_points_as_workers_are_free():
-    # A line of 11 points whose solves never settle anything (each anchor's bound is 0 below a plan of 1).
-    # One worker bisects: {0, 10}, {5}, {2, 7}, {1, 3, 6, 8}, {4, 9}. Two workers split the one stretch of
-    # round 2 in three ({3, 6}: 10·1//3 and 10·2//3), then the three stretches in one point each: {1, 4, 8},
-    # then {2, 5, 7, 9}. Every point is solved exactly once either way; each point inside carries its
-    # two neighbours.
-    import numpy as np
+class _Clock:
+    """A virtual clock and a pool of ``workers`` servers on it: each task takes ``duration(index)`` units."""
 
-    from optimizer.studies.sweep import _rounds
+    def __init__(self, workers, duration):
+        self.now, self.workers, self.duration = 0.0, workers, duration
+        self.free_at = [0.0] * workers
+        self.started = []  # (start time, index, left neighbour's index, right neighbour's index)
+
+    def submit(self, fn, task):
+        import numpy as np
+
+        server = min(range(self.workers), key=lambda s: self.free_at[s])
+        start = max(self.now, self.free_at[server])
+        end = self.free_at[server] = start + self.duration(task["index"])
+        side = {s: None if task.get(s) is None else task[s]["index"] for s in ("left", "right")}
+        self.started.append((start, task["index"], side["left"], side["right"]))
+        # every solve proves only a bound of 0 below its plan of 1: nothing is ever settled
+        anchor = parametric.Anchor(task["index"], task["t"], np.zeros(1), np.zeros(1), 1.0, 1.0, 0.0, "same")
+        clock = self
+
+        class Future:
+            def done(self):
+                return clock.now >= end
+
+            def result(self):
+                return {"index": task["index"], "anchor": anchor.as_dict(), "settled": False}
+
+        self.pending = getattr(self, "pending", []) + [end]
+        return Future()
+
+    def sleep(self, _seconds):
+        self.now = min(e for e in self.pending if e > self.now)
+
+
+def test_a_worker_that_would_wait_solves_a_guess_and_one_worker_bisects():
+    # A line of 11 points; its far end takes 5 units, every other solve 1. One worker bisects, longest
+    # stretch first (ties: the left one): 0, 10, 5, 2, 7, 3, 8, then 1, 4, 6, 9; done at 15. Two workers:
+    # 0 and 10 start together; at 1, with 10 still running, the free worker solves 5 from 0's plan alone (a
+    # guess: 10 is not known yet); then the stretches between solved points, longest first: 2 (0-5), 3
+    # (2-5), 1 (0-2); at 5 point 10 and point 1 end: 7 (5-10) and 4 (3-5); at 6: 8 (7-10) and 6 (5-7); at 7: 9.
+    # Every point is solved once either way, done at 8 instead of 15.
+    from optimizer.studies.sweep import Progress, _search_lines
 
     def run(workers):
-        rounds, results, anchors = [], {}, {}
-
-        def batch(items):
-            rounds.append(sorted(t["index"] for t in items))
-            for t in items:
-                assert ("left" in t) == (t["index"] not in (0, 10))
-                results[t["index"]] = {"index": t["index"]}
-                anchors[t["index"]] = parametric.Anchor(t["index"], t["t"], np.zeros(1), np.zeros(1), 1.0,
-                                                        1.0, 0.0, "same")
-
+        pool = _Clock(workers, lambda k: 5.0 if k == 10 else 1.0)
         line = list(range(11))
-        _rounds([line], {i: {"index": i} for i in line}, {i: float(i) for i in line}, results, anchors, 1e-6,
-                batch, workers)
-        return rounds
+        results = _search_lines([line], {i: {"index": i} for i in line}, {i: float(i) for i in line}, 1e-6,
+                                pool, workers, Progress(11, enabled=False), sleep=pool.sleep)
+        assert sorted(results) == line
+        return pool
 
-    assert run(1) == [[0, 10], [5], [2, 7], [1, 3, 6, 8], [4, 9]]
-    assert run(2) == [[0, 10], [3, 6], [1, 4, 8], [2, 5, 7, 9]]
+    one = run(1)
+    assert [k for _, k, _, _ in one.started] == [0, 10, 5, 2, 7, 3, 8, 1, 4, 6, 9]
+    assert max(one.pending) == 15
+    two = run(2)
+    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (0, 10), (1, 5), (2, 2), (3, 3), (4, 1), (5, 7),
+                                                    (5, 4), (6, 8), (6, 6), (7, 9)]
+    assert max(two.pending) == 8
+    sides = {k: (left, right) for _, k, left, right in two.started}
+    assert sides[0] == sides[10] == (None, None)  # the ends start from nothing
+    assert sides[5] == (0, None)                  # the guess: only 0 was solved
+    assert sides[2] == (0, 5) and sides[7] == (5, 10)

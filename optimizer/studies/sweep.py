@@ -287,83 +287,128 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     """Every task's result, solving as few as the grid's lines allow (:mod:`optimizer.studies.parametric`).
 
     A line is the points that differ only in the last dimension (the whole
-    grid for one dimension); its value there is t. Rounds, each one batch
-    of tasks on the executor: first each line's two ends are solved; then,
-    for each stretch between two solved points of a line, either every
-    point inside is predicted settled by the two (:func:`~optimizer.studies.parametric.predict`),
-    and is sent to be settled (each checked on its own model, solved if
-    that fails), or its midpoint is solved, starting from the cheaper of
-    the two plans (a first incumbent: what costs more is cut off). When a line's two ends differ
-    in anything but the objective, the rest of the line is solved at once.
-    Lines along a non-numeric dimension are solved point by point.
+    grid for one dimension); its value there is t. Each line's two ends are
+    solved first; then, for each stretch between two solved points, either
+    every point inside is predicted settled by the two
+    (:func:`~optimizer.studies.parametric.predict`) and is sent to be
+    settled (each checked on its own model, solved if that fails), or its
+    midpoint is solved, starting from the cheaper of the two plans (a first
+    incumbent: what costs more is cut off). When a line's two ends differ in
+    anything but the objective, the rest of the line is solved at once.
+    Lines along a non-numeric dimension are solved point by point. The
+    order of the work, and how idle workers are kept busy:
+    :func:`_search_lines`.
     """
-    from .parametric import Anchor
-
     progress = progress or Progress(len(tasks), enabled=False)
     last = dims[-1]
     size = len(last.values)
-    by_index = {t["index"]: t for t in tasks}
     if size < 3 or not all(_numeric(v) for v in last.values):
         return run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=progress)
     lines = [list(range(start, start + size)) for start in range(0, len(tasks), size)]
-    tvalue = {i: float(last.values[i % size]) for i in by_index}
-    results: dict[int, dict] = {}
-    anchors: dict[int, Anchor | None] = {}
-
-    def batch(items: list[dict]) -> None:
-        for res in _run(pool, items, progress):
-            a = res.pop("anchor", None)
-            results[res["index"]] = res
-            if not res.get("settled"):
-                anchors[res["index"]] = None if a is None else Anchor(**a)
-
-    pool = make_executor(executor, workers, scheduler)  # one pool for every round
+    tvalue = {t["index"]: float(last.values[t["index"] % size]) for t in tasks}
+    pool = make_executor(executor, workers, scheduler)  # one pool for the whole search
     try:
-        _rounds(lines, by_index, tvalue, results, anchors, gap, batch, workers)
+        results = _search_lines(lines, {t["index"]: t for t in tasks}, tvalue, gap, pool, pool.workers, progress)
     finally:
         pool.close()
         progress.close()
     return [results[t["index"]] for t in tasks]
 
 
-def _rounds(lines, by_index, tvalue, results, anchors, gap, batch, workers: int = 1) -> None:
-    """The rounds of :func:`run_lines`: ends first, then settle or split each stretch between solved points.
+#: how often :func:`_search_lines` looks for finished solves, in seconds
+POLL_SECONDS = 0.05
 
-    A stretch that cannot be settled gets k points solved inside it, evenly
-    spaced, k = ``workers`` ÷ (stretches open in the round), at least 1:
-    bisection with one worker, and no worker idle while a round has fewer
-    open stretches than workers.
+
+def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Progress,
+                  sleep=time.sleep) -> dict[int, dict]:
+    """Solve and settle the points of ``lines`` on ``pool``; every point's result by index.
+
+    Asynchronous: whenever a solve finishes, the stretches are looked at
+    again (:func:`_next_tasks`) and new work is submitted, so no worker
+    waits for another's solve to end. Settling and whole-line work is
+    submitted as soon as it is known; solves inside stretches only while
+    fewer than ``workers`` tasks run. With one worker this is bisection,
+    longest stretch first; with more, a worker that would wait solves the
+    midpoint of a stretch whose other end is still being solved, from the
+    nearest solved plans.
+    """
+    from .parametric import Anchor
+
+    results: dict[int, dict] = {}
+    anchors: dict[int, Anchor | None] = {}
+    flying: dict[int, object] = {}
+
+    def submit(k: int, left=None, right=None, settle: bool = False) -> None:
+        task = {**by_index[k], "t": tvalue[k]}
+        if left is not None or right is not None:
+            task.update(left=None if left is None else left.as_dict(),
+                        right=None if right is None else right.as_dict(), settle=settle)
+        flying[k] = pool.submit(solve_task, task)
+
+    for line in lines:
+        for k in dict.fromkeys((line[0], line[-1])):
+            submit(k)
+    while flying:
+        finished = [k for k, f in flying.items() if f.done()]
+        if not finished:
+            sleep(POLL_SECONDS)
+            continue
+        for k in finished:
+            res = flying.pop(k).result()
+            if "input_error" in res:
+                raise InputError(f"point {res['index']}: {res['input_error']}")
+            progress.update()
+            a = res.pop("anchor", None)
+            results[k] = res
+            if not res.get("settled"):
+                anchors[k] = None if a is None else Anchor(**a)
+        while new := _next_tasks(lines, tvalue, results, anchors, flying, gap, workers - len(flying)):
+            for spec in new:
+                submit(*spec)
+    return results
+
+
+def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list[tuple]:
+    """What to submit now: (index, left anchor, right anchor, settle) per task.
+
+    Per line, the points solved or being solved cut it into stretches. A
+    stretch between two solved points whose every point inside is predicted
+    settled gives a settle task per point (always). Any other stretch with
+    points left inside is a candidate for a solve at its midpoint: those
+    between two solved points first, then those with an end still being
+    solved (their midpoint is a guess that keeps a worker busy), longer
+    first; at most ``free`` of them, one per stretch.
     """
     from .parametric import predict
 
-    batch([{**by_index[i], "t": tvalue[i]} for line in lines for i in (line[0], line[-1])])
-    while True:
-        todo, open_ = [], []
-        for line in lines:
-            solved = [i for i in line if i in anchors]
-            if len(solved) == 2 and (anchors[line[0]] is None or anchors[line[-1]] is None
-                                     or anchors[line[0]].shape != anchors[line[-1]].shape):
-                todo += [{**by_index[i], "t": tvalue[i]} for i in line if i not in results]
+    required, probes = [], []
+    for line in lines:
+        ends = (line[0], line[-1])
+        if all(e in anchors for e in ends) and (anchors[ends[0]] is None or anchors[ends[1]] is None
+                                                or anchors[ends[0]].shape != anchors[ends[1]].shape):
+            required += [(k,) for k in line if k not in results and k not in flying]
+            continue
+        marks = [k for k in line if k in anchors or k in flying]
+        for i, j in zip(marks, marks[1:]):
+            if all(k in results or k in flying for k in range(i + 1, j)):
                 continue
-            for i, j in zip(solved, solved[1:]):
+            left = next((anchors[k] for k in reversed(marks) if k <= i and anchors.get(k) is not None), None)
+            right = next((anchors[k] for k in marks if k >= j and anchors.get(k) is not None), None)
+            certain = i in anchors and j in anchors
+            if certain and anchors[i] is not None and anchors[j] is not None:
                 inside = [k for k in range(i + 1, j) if k not in results]
-                if not inside:
-                    continue
-                left, right = anchors[i], anchors[j]
-                sides = {side: None if anchor is None else anchor.as_dict()
-                         for side, anchor in (("left", left), ("right", right))}
-                guess = [predict(tvalue[k], left, right) if left and right else None for k in inside]
+                guess = [predict(tvalue[k], left, right) for k in inside]
                 if all(g is not None and (g[0] - g[1]) <= gap * max(abs(g[0]), 1e-9) + 1e-9 for g in guess):
-                    todo += [{**by_index[k], "t": tvalue[k], **sides, "settle": True} for k in inside]
-                else:
-                    open_.append((i, j, sides))
-        k = max(1, workers // max(1, len(open_)))
-        for i, j, sides in open_:
-            probes = sorted({i + (j - i) * q // (k + 1) for q in range(1, k + 1)} - {i, j})
-            todo += [{**by_index[m], "t": tvalue[m], **sides} for m in probes]
-        if not todo:
-            break
-        batch(todo)
+                    required += [(k, left, right, True) for k in inside]
+                    continue
+            probes.append((not certain, -(j - i), i, j, left, right))
+    probes.sort(key=lambda p: p[:3])
+    out = []
+    for _, _, i, j, left, right in probes[:max(0, free)]:
+        # the midpoint, or the open point nearest it (a point inside may be settled already)
+        k = min((k for k in range(i + 1, j) if k not in results and k not in flying), key=lambda k: abs(2 * k - i - j))
+        out.append((k, left, right))
+    return required + out
 
 
 # ---------------------------------------------------------------------------
