@@ -31,7 +31,9 @@ model is built and checked against both solved neighbours:
 Otherwise the point is solved, as it would have been. The sweep solves
 the ends of each line of the grid, then the midpoints of the intervals it
 cannot settle (a bisection), so a sweep with B changes of plan costs about
-B·log2(points) solves instead of one per point.
+B·log2(points) solves instead of one per point. Each of those solves starts
+from its two neighbours' plans (plans of its own model too), so the search
+cuts off from the start whatever costs more than the cheaper of them.
 """
 
 from __future__ import annotations
