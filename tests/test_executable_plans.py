@@ -418,3 +418,19 @@ def test_a_known_plan_is_used_only_where_it_meets_every_row():
     best = known_plan(a, [np.array([0.0, 5.0]), np.array([5.0, 1.0]), np.array([2.5, 3.0])], "highs")
     # 0 + 7.5 = 7.5 against 5 + 1.5 = 6.5; (2.5, 3) is fractional
     assert best.objective == pytest.approx(6.5) and list(best.x) == [5.0, 1.0]
+
+
+def test_a_search_that_ends_without_a_cheaper_plan_returns_the_known_one_with_its_own_bound():
+    # The search stopped on its limit with no plan and a proven bound of 900; the known plan costs 1,000:
+    # it is returned, feasible, with that bound (gap (1,000 − 900) / 1,000 = 10 %). A search whose bound
+    # reached 1,000 proves the known plan optimal.
+    from optimizer.solve.driver import _keep_known
+    from optimizer.solve.result import SolveResult
+
+    known = SolveResult(Status.FEASIBLE, "highs", objective=1_000.0, x=np.array([1.0, 0.0]))
+    out = _keep_known(known, SolveResult(Status.ERROR, "highs", bound=900.0, message="no plan in time"), 1e-6)
+    assert out.status == Status.FEASIBLE and out.objective == 1_000.0 and list(out.x) == [1.0, 0.0]
+    assert out.bound == 900.0 and out.gap == pytest.approx(0.1)
+    assert "the known plan" in out.message and "no plan in time" in out.message
+    proven = _keep_known(known, SolveResult(Status.ERROR, "highs", bound=1_000.0, message="cut off"), 1e-6)
+    assert proven.status == Status.OPTIMAL and proven.gap == pytest.approx(0.0)

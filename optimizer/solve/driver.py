@@ -144,7 +144,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         # the periods are solved apart after the search, in their own share: on this machine's cores they
         # would slow the search down, and on shared workers the period rounds would queue behind them
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
-    incumbent = known_plan(model.mip.arrays(), known, solver)
+    incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                               executor=executor, incumbent=incumbent)
