@@ -15,7 +15,7 @@ from optimizer.model import presolve
 from optimizer.pipeline import run
 from optimizer.studies import parametric
 
-from conftest import write_problem
+from conftest import assert_audited, write_problem
 
 HOUR100 = [{"name": "p1", "hours": 100, "month": 0}]
 
@@ -109,7 +109,9 @@ def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path
 
     def spy(problem, *args, known=(), **kw):
         calls.append(len(known))
-        return real(problem, *args, known=known, **kw)
+        plan = real(problem, *args, known=known, **kw)
+        assert_audited(plan)
+        return plan
 
     monkeypatch.setattr(pipeline, "run", spy)
     path = write_problem(tmp_path, two_offerings())

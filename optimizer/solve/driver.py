@@ -175,12 +175,12 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
     model (a neighbouring point of a sweep) is used only where it is a plan
     of this one.
     """
-    feasible = [np.asarray(x, float) for x in known if not violations(a, np.asarray(x, float))]
-    if not feasible:
+    plans = [np.asarray(x, float) for x in known]
+    priced = [(objective(a, x), x) for x in plans if not violations(a, x)]
+    if not priced:
         return None
-    x = min(feasible, key=lambda v: objective(a, v))
-    return SolveResult(Status.FEASIBLE, solver, objective=objective(a, x), x=x.copy(),
-                       message=f"a known plan ({objective(a, x):,.2f})")
+    cost, x = min(priced, key=lambda p: p[0])
+    return SolveResult(Status.FEASIBLE, solver, objective=cost, x=x.copy(), message=f"a known plan ({cost:,.2f})")
 
 
 def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> SolveResult:
@@ -493,8 +493,8 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     proves. The search is depth first: at each choice the options are taken
     preferred first, then in order of their LP bound; a subtree whose LP
     bound is not below the best plan so far is pruned without a solve; a
-    leaf's solve stops once its bound reaches the best plan (HiGHS's
-    cutoff); and the search ends as soon as the best plan meets ``first``'s
+    leaf is searched only for plans cheaper than the best so far (the back
+    end's ``cutoff``); and the search ends as soon as the best plan meets ``first``'s
     bound (a relaxation: nothing is cheaper).
 
     ``incumbent``, a stable plan the caller has, is the first best plan

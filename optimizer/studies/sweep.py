@@ -271,11 +271,15 @@ def _run(pool, tasks: list[dict], progress: Progress):
     """Each task's result from ``pool``, in task order (an input error at a point raises it)."""
     futures = [pool.submit(solve_task, t) for t in tasks]
     for fut in futures:
-        res = fut.result()
-        if "input_error" in res:
-            raise InputError(f"point {res['index']}: {res['input_error']}")
-        progress.update()
-        yield res
+        yield _checked(fut.result(), progress)
+
+
+def _checked(res: dict, progress: Progress) -> dict:
+    """A task's result, counted on ``progress``; an input error at its point is raised."""
+    if "input_error" in res:
+        raise InputError(f"point {res['index']}: {res['input_error']}")
+    progress.update()
+    return res
 
 
 def _numeric(v) -> bool:
@@ -354,10 +358,7 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
             sleep(POLL_SECONDS)
             continue
         for k in finished:
-            res = flying.pop(k).result()
-            if "input_error" in res:
-                raise InputError(f"point {res['index']}: {res['input_error']}")
-            progress.update()
+            res = _checked(flying.pop(k).result(), progress)
             a = res.pop("anchor", None)
             results[k] = res
             if not res.get("settled"):

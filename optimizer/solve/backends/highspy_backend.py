@@ -111,7 +111,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     h.passModel(_lp(highspy, a))
-    if cutoff is not None and np.isfinite(cutoff) and a.integer.any():
+    mip_model = bool(a.integer.any())
+    cut = cutoff is not None and np.isfinite(cutoff) and mip_model
+    if cut:
         h.setOptionValue("objective_bound", float(cutoff))
     used_start = ""
     if start is not None:
@@ -123,7 +125,6 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
 
     log: list[str] = []
     root = {"bound": None}
-    mip_model = bool(a.integer.any())
 
     def on_event(kind, message, data_out, data_in, user_data):
         if kind == highspy.cb.HighsCallbackType.kCallbackLogging:
@@ -155,7 +156,6 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     S = highspy.HighsModelStatus
     common = dict(build_seconds=build, solve_seconds=elapsed, log="".join(log), start=used_start,
                   root_bound=root["bound"])
-    cut = cutoff is not None and np.isfinite(cutoff) and mip_model
     if status == S.kInfeasible:
         if cut:  # nodes at or above the cutoff were pruned: nothing here costs less than it
             return SolveResult(Status.ERROR, "highs", message=f"cut off: nothing here costs less than {cutoff:,.2f}",
