@@ -21,6 +21,14 @@ from optimizer.solve.backends import Status
 
 from test_known_answers import od, svc
 
+def spy_on_solves(monkeypatch, spy) -> None:
+    """Route every back-end solve of the driver and of the split (its leaves, in this process) through ``spy``."""
+    from optimizer.solve import driver, split
+
+    monkeypatch.setattr(driver, "backend_solve", spy)
+    monkeypatch.setattr(split, "backend_solve", spy)
+
+
 MONTH = [{"name": "m0", "hours": 730, "month": 0}]
 QUARTER = [{"name": f"m{i}", "hours": 730, "month": i} for i in range(3)]
 
@@ -260,7 +268,7 @@ def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkey
         objectives.append(out.objective)
         return out
 
-    monkeypatch.setattr(driver, "backend_solve", spy)
+    spy_on_solves(monkeypatch, spy)
     plan = solve(data, solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert objectives == [pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
@@ -274,7 +282,7 @@ def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     # both 1,000: the optimum. The split fixes chat's configuration and the reserved count u ∈ {0, 1}
     # (its bound: one node holds the most GPUs any period needs), u = 0 first (the plan without limits
     # chose it); every leaf solved or pruned, the least of them proves 1,000.
-    from optimizer.solve import driver
+    from optimizer.solve import split
 
     data = copy.deepcopy(FLIP)
     data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
@@ -284,7 +292,7 @@ def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     assert set(plan.inference["offering"]) == {"h100-1y"}
     assert "and count of reserved units of h100-1y (term block 0)" in plan.result.message
     # the same optimum and proof when only the configuration is split (the commitment left to the solver)
-    monkeypatch.setattr(driver, "MAX_COMMITMENT_SPLIT", 0)
+    monkeypatch.setattr(split, "MAX_COMMITMENT_SPLIT", 0)
     plan = solve(data, solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
     assert "count of" not in plan.result.message
@@ -321,7 +329,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
     pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
     model = presolve.build(pr, build_candidates(pr))
     a = model.mip.arrays()
-    free = driver._copy(a)
+    free = a.copy_bounds()
     ids = model.mip.variables["config-used"].ids
     free.col_lo[ids] = free.col_hi[ids] = 1.0
     rows = model.mip.constraints["stability-configurations"]
@@ -336,7 +344,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
         calls.append((kw.get("start") is not None, out.objective))
         return out
 
-    monkeypatch.setattr(driver, "backend_solve", spy)
+    spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
     assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
     assert calls[1][0]  # the whole model, started from that plan
@@ -387,7 +395,7 @@ def test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it(solve, mon
         cutoffs.append(kw.get("cutoff"))
         return real(*args, **kw)
 
-    monkeypatch.setattr(driver, "backend_solve", spy)
+    spy_on_solves(monkeypatch, spy)
     plan = solve(data, solver="highs", known=[dear.result.x, np.zeros_like(dear.result.x)])
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
     assert set(plan.inference["offering"]) == {"h100-1y"}

@@ -55,9 +55,11 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
           sets, scales, workers, executor, scheduler) -> None:
     """Solve PROBLEM and print the cheapest plan.
 
-    With --workers N > 1 or --executor dask, the periods are also solved
-    apart on the workers (a Lagrangian bound, docs/performance.md), after
-    the search, and the period rounds of the search run there.
+    With --workers N > 1 or --executor dask, the leaves of the exact split
+    (one stable solve per configuration and commitment count) run side by
+    side on the workers, the period rounds of the search run there, and the
+    periods are also solved apart after the search (a Lagrangian bound;
+    docs/performance.md).
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")

@@ -89,6 +89,12 @@ class Arrays:
         """A x: each row's value at the point ``x``."""
         return np.bincount(self.rows, weights=self.vals * x[self.cols], minlength=self.n_rows)
 
+    def copy_bounds(self) -> "Arrays":
+        """The same program with bound arrays of its own (column and row bounds), to fix or free columns in;
+        the matrix, costs and integrality are shared."""
+        return dataclasses.replace(self, col_lo=self.col_lo.copy(), col_hi=self.col_hi.copy(),
+                                   row_lo=self.row_lo.copy(), row_hi=self.row_hi.copy())
+
     def relaxed(self) -> "Arrays":
         """The same program with every integrality dropped (its LP relaxation); the other arrays are shared."""
         return dataclasses.replace(self, integer=np.zeros_like(self.integer))

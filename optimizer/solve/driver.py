@@ -39,19 +39,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ..model.presolve import Model
 from . import decompose
-from .backends import BACKENDS, DEFAULT_SOLVER, solve as backend_solve
+from .backends import DEFAULT_SOLVER, solve as backend_solve
 from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import polish_periods
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, bound_error, relative_gap
+from .split import configuration_use, exact_split, relaxed
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -65,18 +64,10 @@ STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
 #: more, for the solver to choose from (the most used alone can be the wrong choice when the plan
 #: without limits mixes them)
 EXTRA_CANDIDATES = 1
-#: a request class limited to one configuration is split into one stable solve per candidate
-#: configuration (:func:`_split`) when it has at most this many candidates
-MAX_SPLIT = 16
 #: the plan without stability limits is first solved to this gap (or the requested one, if larger): it guides
 #: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
-#: the exact split also fixes each commitment's count (reserved units of a term block, new owned servers) when
-#: the model has at most this many commitment columns (q3 has two; docs/performance.md)
-MAX_COMMITMENT_SPLIT = 4
-#: the variable blocks whose columns are commitments: one integer that every period of its term uses
-COMMITMENTS = ("units-reserved", "units-owned-new")
 #: under a time limit, the share of the time left after the fix-and-optimize rounds that the period rounds
 #: (:mod:`optimizer.solve.period_polish`) may use before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
@@ -106,13 +97,7 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
     CP-SAT solves no LP; HiGHS does it for that back end.
     """
-    return _relaxed(model.mip, model.mip.arrays(), solver, time_limit)
-
-
-def _relaxed(mip, a, solver: str, time_limit: float | None = None) -> SolveResult:
-    """The LP of the arrays ``a`` of ``mip`` (integrality dropped; HiGHS solves it for CP-SAT)."""
-    key = "highs" if solver == "cp-sat" else solver
-    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
+    return relaxed(model.mip, model.mip.arrays(), solver, time_limit)
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
@@ -248,7 +233,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
        B is a lower bound on the stable optimum.
     1b. *Split*: if that plan breaks a limit of one configuration, one
        stable solve per configuration of the class it breaks most
-       (:func:`_split`, with each commitment's count too); the cheapest is the optimum.
+       (:func:`optimizer.solve.split.exact_split`, with each commitment's count too); the cheapest is the optimum.
        Stages 2 and 3 are for the other cases (limits above one, many
        candidates).
     2. *Restricted*: the stable model with, per service and request class,
@@ -285,7 +270,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     limit_rows = mip.constraints["stability-configurations"]
     rows = np.arange(limit_rows.start, limit_rows.start + limit_rows.size)
 
-    free = _copy(a)
+    free = a.copy_bounds()
     free.col_lo[ids] = 1.0
     free.col_hi[ids] = 1.0
     free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
@@ -307,8 +292,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor)
-    split = _split(model, a, first, solver, None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                   gap, threads, incumbent)
+    split = exact_split(model, a, first, solver,
+                        None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                        gap, threads, incumbent, executor)
     if split is not None:
         return split
     if guide_gap > gap and first.status.has_plan:
@@ -324,7 +310,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     bound = first.bound
 
     keep = _most_used(model, first.x)
-    restricted = _copy(a)
+    restricted = a.copy_bounds()
     restricted.col_hi[ids[~keep]] = 0.0
     target = None if bound is None else bound + gap * max(abs(bound), 1e-9)
     second = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=restricted, target=target,
@@ -365,268 +351,12 @@ def _raise_bound(result: SolveResult, bound: float | None) -> bool:
     return True
 
 
-def _copy(a):
-    return dataclasses.replace(a, col_lo=a.col_lo.copy(), col_hi=a.col_hi.copy(), row_lo=a.row_lo.copy(),
-                               row_hi=a.row_hi.copy())
-
-
-def _use(model: Model, x: np.ndarray) -> pd.DataFrame:
-    """Per ``config-used`` variable (in its order): the traffic its configuration carries in the plan ``x``.
-
-    Use is routed rps for a bucketed service, replicas × rps for a
-    single-size one, each weighted by the period's hours, summed over the
-    horizon; columns ``service, bucket, config, use, max_configurations``.
-    """
-    mip, d = model.mip, model.data
-    cu = mip.variables["config-used"].coords.reset_index(drop=True)
-    hours = d.periods.set_index("period")["hours"]
-    routed = mip.values("inference-routing", x)
-    routed = routed.assign(use=routed["value"] * routed["period"].map(hours))
-    reps = mip.values("inference-replicas", x).merge(d.rps, on=["service", "config"])
-    reps = reps[~reps["service"].isin(d.multi_bucket)]
-    reps = reps.assign(use=reps["value"] * reps["rps"] * reps["period"].map(hours))
-    use = pd.concat([routed[["service", "bucket", "config", "use"]], reps[["service", "bucket", "config", "use"]]])
-    use = use.groupby(["service", "bucket", "config"], as_index=False)["use"].sum()
-    cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
-    return cu.merge(d.stability[["service", "max_configurations"]], on="service")
-
-
 def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndarray:
     """Per ``config-used`` variable: is its configuration among the N most used for its request class?"""
-    cu = _use(model, x)
+    cu = configuration_use(model, x)
     cu["rank"] = cu.groupby(["service", "bucket"])["use"].rank(method="first", ascending=False)
     extra = EXTRA_CANDIDATES if extra is None else extra
     return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
-
-
-@dataclass
-class _Choice:
-    """One decision every plan makes exactly one way: the options partition the plans.
-
-    ``options``: (label, columns, value, preferred) per option; choosing it
-    fixes ``columns`` to ``value`` (one array each). ``preferred`` options are
-    tried first (the plan without stability limits chose them), the others
-    in order of their LP bound.
-    """
-
-    name: str
-    options: list[tuple[str, np.ndarray, np.ndarray, bool]]
-
-
-def _configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None) -> list[_Choice]:
-    """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
-
-    Only classes that may use one configuration (N = 1) and have at most
-    :data:`MAX_SPLIT` candidates: every stable plan uses exactly one of
-    them, k, and fixing k (the class's other configurations off) is a
-    partition of the stable plans. Classes with the most configurations in
-    use come first; within a class, the configuration the plan ``prefer``
-    (default: ``first``) uses most is tried first.
-    """
-    ids = model.mip.variables["config-used"].ids
-    cu = _use(model, first.x)
-    pref = cu["use"].to_numpy() if prefer is None else _use(model, prefer)["use"].to_numpy()
-    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
-                                                                 limit=("max_configurations", "first"))
-    over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False, kind="stable")
-    out = []
-    for service, bucket in over.index:
-        mine = ((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy()
-        ks = np.flatnonzero(mine)
-        if len(ks) > MAX_SPLIT:
-            continue
-        top = ks[int(np.argmax(pref[ks]))]
-        cols = ids[ks]
-        out.append(_Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols,
-                                                    (cols == ids[k]).astype(float), k == top) for k in ks]))
-    return out
-
-
-def _commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray | None = None) -> list[_Choice]:
-    """One choice per commitment column (reserved units of a term block, new owned servers): its count.
-
-    A commitment is a single integer that every period of its term uses, so
-    its LP value (a fraction of a server bought) weakens every period's
-    relaxation at once; with the count fixed, the solver's root cuts close
-    most of the gap (docs/performance.md, "The exact split"). Only when the
-    model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
-    with at most :data:`MAX_SPLIT` values; the count the plan ``prefer``
-    (default: the plan without limits) chose is tried first.
-    """
-    named = []
-    for block in COMMITMENTS:
-        if block not in model.mip.variables:
-            continue
-        v = model.mip.variables[block]
-        for col, row in zip(v.ids, v.coords.itertuples(index=False)):
-            what = ("new owned servers of " + row.offering if block == "units-owned-new"
-                    else f"reserved units of {row.offering} (term block {row.block})")
-            if a.col_hi[col] > a.col_lo[col]:
-                named.append((col, what))
-    if not named or len(named) > MAX_COMMITMENT_SPLIT:
-        return []
-    out = []
-    for col, what in named:
-        lo, hi = int(round(a.col_lo[col])), int(round(a.col_hi[col]))
-        if hi - lo + 1 > MAX_SPLIT:
-            continue
-        chosen = (int(round(prefer[col])) if prefer is not None
-                  else int(round(first.x[col])) if first.status.has_plan else None)
-        one = np.array([col])
-        out.append(_Choice(what, [(str(n), one, np.array([float(n)]), n == chosen) for n in range(lo, hi + 1)]))
-    return out
-
-
-def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
-           threads: int | None, incumbent: SolveResult | None = None) -> SolveResult | None:
-    """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
-
-    The plan without stability limits (``first``) puts some request class
-    on more configurations than it may use. The decisions split on, in
-    order: the configuration of one such class (:func:`_configuration_choices`;
-    of several, the one whose options' least LP bound is highest: strong
-    branching, :func:`_options`), then each commitment's count
-    (:func:`_commitment_choices`). Each choice's
-    options partition the stable plans, so the stable optimum is the least
-    of the leaves' optima (a leaf fixes one option of every choice), and the
-    least of the leaves' bounds, with pruned subtrees at their LP bound,
-    proves. The search is depth first: at each choice the options are taken
-    preferred first, then in order of their LP bound; a subtree whose LP
-    bound is not below the best plan so far is pruned without a solve; a
-    leaf is searched only for plans cheaper than the best so far (the back
-    end's ``cutoff``); and the search ends as soon as the best plan meets ``first``'s
-    bound (a relaxation: nothing is cheaper).
-
-    ``incumbent``, a stable plan the caller has, is the first best plan
-    (everything dearer is pruned or cut off from the start), and its choices
-    are the preferred options.
-
-    Returns None when no class qualifies (the caller's stages apply).
-    Under a time limit a node's time is shared equally among its options
-    not yet taken; a leaf stopped on its share keeps its bound and is taken
-    up again, from its plan, with the time the others left.
-    """
-    t0 = time.perf_counter()
-    mip = model.mip
-    prefer = None if incumbent is None else incumbent.x
-    configs = _configuration_choices(model, first, prefer)
-    if not configs:
-        return None
-    try:
-        # of several classes, the one whose options' least LP bound is highest (strong branching); its
-        # options' LPs are the first level of the search
-        options, config = max(((_options(mip, a, ch, solver), ch) for ch in configs),
-                              key=lambda oc: min((o[1] for o in oc[0]), default=np.inf))
-    except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
-        return None
-    configs = [config]
-    choices = configs + _commitment_choices(model, a, first, prefer)
-    B = first.bound
-    state = {"best": incumbent, "seconds": first.solve_seconds, "leaves": 0, "pruned": 0}
-    bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
-    open_: list[list] = []        # [bound, arrays, result] of leaves stopped on their share of the time
-
-    def met(obj: float, bound: float | None) -> bool:
-        return bound is not None and obj <= bound + gap * max(abs(bound), 1e-9)
-
-    def settled(bound: float) -> bool:
-        best = state["best"]
-        return best is not None and bound >= best.objective - gap * max(abs(best.objective), 1e-9)
-
-    def done() -> bool:
-        return state["best"] is not None and met(state["best"].objective, B)
-
-    def left() -> float | None:
-        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
-
-    def leaf(b, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
-        best = state["best"]
-        r = backend_solve(mip, solver=solver, time_limit=share, gap=gap, threads=threads, arrays=b, start=start,
-                          cutoff=None if best is None else best.objective)
-        state["seconds"] += r.solve_seconds
-        state["leaves"] += 1
-        if r.status == Status.INFEASIBLE:
-            return
-        bound = max(known, r.bound) if r.bound is not None else known
-        if r.status.has_plan and (best is None or r.objective < best.objective):
-            state["best"] = r
-        if r.status == Status.OPTIMAL or settled(bound):
-            bounds.append(bound)
-        else:
-            open_.append([bound, b, r])
-
-    def node(b, depth: int, budget_end: float | None, kids: list | None = None) -> None:
-        if depth == len(choices):
-            share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
-            leaf(b, share)
-            return
-        kids = _options(mip, b, choices[depth], solver) if kids is None else kids
-        for i, (_p, lp_bound, c) in enumerate(kids):
-            if done() or settled(lp_bound):
-                bounds.append(lp_bound)
-                state["pruned"] += 1
-                continue
-            end = None
-            if budget_end is not None:
-                end = time.perf_counter() + max(1.0, (budget_end - time.perf_counter()) / (len(kids) - i))
-            node(c, depth + 1, end)
-
-    try:
-        node(a, 0, None if time_limit is None else t0 + time_limit, options)
-    except _Unsettled:  # an LP the back end could not settle: the caller's stages apply
-        return None
-    # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
-    while open_ and not done() and left() is not None and left() >= 1.0:
-        open_.sort(key=lambda o: o[0])
-        bound, b, r = open_.pop(0)
-        if settled(bound):
-            bounds.append(bound)
-            continue
-        leaf(b, max(1.0, left() / (len(open_) + 1)), r.x if r.status.has_plan else None, bound)
-    bounds += [o[0] for o in open_]
-    best, seconds = state["best"], state["seconds"]
-    what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
-            + "".join(f" and count of {c.name}" for c in choices[len(configs):]))
-    if best is None:
-        if not bounds:  # no option of the class admits a stable plan
-            return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
-                               message="no plan meets every constraint with the stability limits")
-        return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
-                           message="no stable plan within the time limit")
-    best.solve_seconds = seconds
-    proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
-    best.bound = min(best.objective, proof)
-    best.gap = relative_gap(best.objective, best.bound)
-    proven = best.gap is not None and best.gap <= gap + 1e-12
-    best.status = Status.OPTIMAL if proven else Status.FEASIBLE
-    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
-                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, "
-                    + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
-                    + ("; it costs what the plan without stability limits costs" if done() else ""))
-    return best
-
-
-def _options(mip, b, choice: _Choice, solver: str) -> list[tuple[bool, float, object]]:
-    """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays), in search order.
-
-    Options whose LP is infeasible are left out; an LP neither optimal nor
-    infeasible raises :class:`_Unsettled`.
-    """
-    out = []
-    for _label, cols, value, preferred in choice.options:
-        c = _copy(b)
-        c.col_lo[cols] = value
-        c.col_hi[cols] = value
-        r = _relaxed(mip, c, solver)
-        if r.status == Status.OPTIMAL:
-            out.append((not preferred, r.objective, c))
-        elif r.status != Status.INFEASIBLE:
-            raise _Unsettled
-    return sorted(out, key=lambda t: (t[0], t[1]))
-
-
-class _Unsettled(Exception):
-    """A branch LP ended neither optimal nor infeasible (a back end's failure to settle it)."""
 
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
@@ -653,7 +383,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     mip = model.mip
     ids = mip.variables["config-used"].ids
     keep = _most_used(model, x, extra=0) if x is not None else np.ones(len(ids), bool)
-    fixed = _copy(a)
+    fixed = a.copy_bounds()
     fixed.col_hi[ids[~keep]] = 0.0
     fixed.col_lo[ids[keep]] = 1.0
     t0 = time.perf_counter()

@@ -1,0 +1,355 @@
+"""The exact split: the stable optimum as the cheapest of a few fixed choices that span the horizon.
+
+When the plan without stability limits puts a request class limited to one
+configuration on several, every stable plan uses exactly one configuration
+k of that class, so the stable optimum is the least, over k, of the stable
+model with the class fixed to k. Below it, each commitment's count
+(reserved units of a term block, new owned servers) is fixed the same way:
+every plan buys some whole number of each. A **leaf** fixes one option of
+every choice; the least of the leaves' bounds, with each pruned subtree at
+its LP bound, proves (docs/performance.md, "The solve driver").
+
+The leaves are independent once a best plan exists (each is searched only
+for plans cheaper than it, the back end's ``cutoff``), so with an executor
+(``--workers N``, ``--executor dask``) they run side by side on it
+(:class:`LeafTask`, :func:`solve_leaf`); without one, in this process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..model.mip import Arrays
+from ..model.presolve import Model
+from .backends import BACKENDS, solve as backend_solve
+from .result import SolveResult, Status, relative_gap
+
+#: a request class limited to one configuration is split into one stable solve per candidate
+#: configuration when it has at most this many candidates
+MAX_SPLIT = 16
+#: the split also fixes each commitment's count (reserved units of a term block, new owned servers) when
+#: the model has at most this many commitment columns (q3 has two; docs/performance.md)
+MAX_COMMITMENT_SPLIT = 4
+#: the variable blocks whose columns are commitments: one integer that every period of its term uses
+COMMITMENTS = ("units-reserved", "units-owned-new")
+#: how often the split looks at the leaves running on an executor (seconds)
+POLL_SECONDS = 0.02
+
+
+def relaxed(mip, a: Arrays, solver: str, time_limit: float | None = None) -> SolveResult:
+    """The LP of the arrays ``a`` of ``mip`` (integrality dropped; HiGHS solves it for CP-SAT)."""
+    key = "highs" if solver == "cp-sat" else solver
+    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
+
+
+def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
+    """Per ``config-used`` variable (in its order): the traffic its configuration carries in the plan ``x``.
+
+    Use is routed rps for a bucketed service, replicas × rps for a
+    single-size one, each weighted by the period's hours, summed over the
+    horizon; columns ``service, bucket, config, use, max_configurations``.
+    """
+    mip, d = model.mip, model.data
+    cu = mip.variables["config-used"].coords.reset_index(drop=True)
+    hours = d.periods.set_index("period")["hours"]
+    routed = mip.values("inference-routing", x)
+    routed = routed.assign(use=routed["value"] * routed["period"].map(hours))
+    reps = mip.values("inference-replicas", x).merge(d.rps, on=["service", "config"])
+    reps = reps[~reps["service"].isin(d.multi_bucket)]
+    reps = reps.assign(use=reps["value"] * reps["rps"] * reps["period"].map(hours))
+    use = pd.concat([routed[["service", "bucket", "config", "use"]], reps[["service", "bucket", "config", "use"]]])
+    use = use.groupby(["service", "bucket", "config"], as_index=False)["use"].sum()
+    cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
+    return cu.merge(d.stability[["service", "max_configurations"]], on="service")
+
+
+@dataclass
+class Choice:
+    """One decision every plan makes exactly one way: the options partition the plans.
+
+    ``options``: (label, columns, value, preferred) per option; choosing it
+    fixes ``columns`` to ``value`` (one array each). ``preferred`` options are
+    tried first (the plan without stability limits chose them), the others
+    in order of their LP bound.
+    """
+
+    name: str
+    options: list[tuple[str, np.ndarray, np.ndarray, bool]]
+
+
+def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None) -> list[Choice]:
+    """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
+
+    Only classes that may use one configuration (N = 1) and have at most
+    :data:`MAX_SPLIT` candidates: every stable plan uses exactly one of
+    them, k, and fixing k (the class's other configurations off) is a
+    partition of the stable plans. Classes with the most configurations in
+    use come first; within a class, the configuration the plan ``prefer``
+    (default: ``first``) uses most is tried first.
+    """
+    ids = model.mip.variables["config-used"].ids
+    cu = configuration_use(model, first.x)
+    pref = cu["use"].to_numpy() if prefer is None else configuration_use(model, prefer)["use"].to_numpy()
+    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
+                                                                 limit=("max_configurations", "first"))
+    over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False, kind="stable")
+    out = []
+    for service, bucket in over.index:
+        mine = ((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy()
+        ks = np.flatnonzero(mine)
+        if len(ks) > MAX_SPLIT:
+            continue
+        top = ks[int(np.argmax(pref[ks]))]
+        cols = ids[ks]
+        out.append(Choice(f"{service}/{bucket}", [(str(cu["config"].iloc[k]), cols,
+                                                    (cols == ids[k]).astype(float), k == top) for k in ks]))
+    return out
+
+
+def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray | None = None) -> list[Choice]:
+    """One choice per commitment column (reserved units of a term block, new owned servers): its count.
+
+    A commitment is a single integer that every period of its term uses, so
+    its LP value (a fraction of a server bought) weakens every period's
+    relaxation at once; with the count fixed, the solver's root cuts close
+    most of the gap (docs/performance.md, "The exact split"). Only when the
+    model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
+    with at most :data:`MAX_SPLIT` values; the count the plan ``prefer``
+    (default: the plan without limits) chose is tried first.
+    """
+    named = []
+    for block in COMMITMENTS:
+        if block not in model.mip.variables:
+            continue
+        v = model.mip.variables[block]
+        for col, row in zip(v.ids, v.coords.itertuples(index=False)):
+            what = ("new owned servers of " + row.offering if block == "units-owned-new"
+                    else f"reserved units of {row.offering} (term block {row.block})")
+            if a.col_hi[col] > a.col_lo[col]:
+                named.append((col, what))
+    if not named or len(named) > MAX_COMMITMENT_SPLIT:
+        return []
+    out = []
+    for col, what in named:
+        lo, hi = int(round(a.col_lo[col])), int(round(a.col_hi[col]))
+        if hi - lo + 1 > MAX_SPLIT:
+            continue
+        chosen = (int(round(prefer[col])) if prefer is not None
+                  else int(round(first.x[col])) if first.status.has_plan else None)
+        one = np.array([col])
+        out.append(Choice(what, [(str(n), one, np.array([float(n)]), n == chosen) for n in range(lo, hi + 1)]))
+    return out
+
+
+def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
+                threads: int | None, incumbent: SolveResult | None = None, executor=None) -> SolveResult | None:
+    """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
+
+    The plan without stability limits (``first``) puts some request class
+    on more configurations than it may use. The decisions split on, in
+    order: the configuration of one such class (:func:`configuration_choices`;
+    of several, the one whose options' least LP bound is highest: strong
+    branching, :func:`option_bounds`), then each commitment's count
+    (:func:`commitment_choices`). Each choice's
+    options partition the stable plans, so the stable optimum is the least
+    of the leaves' optima (a leaf fixes one option of every choice), and the
+    least of the leaves' bounds, with pruned subtrees at their LP bound,
+    proves. The search is depth first: at each choice the options are taken
+    preferred first, then in order of their LP bound; a subtree whose LP
+    bound is not below the best plan so far is pruned without a solve; a
+    leaf is searched only for plans cheaper than the best so far (the back
+    end's ``cutoff``); and the search ends as soon as the best plan meets ``first``'s
+    bound (a relaxation: nothing is cheaper).
+
+    ``incumbent``, a stable plan the caller has, is the first best plan
+    (everything dearer is pruned or cut off from the start), and its choices
+    are the preferred options.
+
+    With an ``executor`` of more than one worker, each leaf is handed to it
+    (:func:`solve_leaf`) with the best plan so far as its cutoff, and the
+    search goes on while it runs: a leaf waits only for a free worker. A
+    leaf started before a cheaper plan came back searches under the cutoff
+    it was given (valid, only less sharp); the order of the leaves and the
+    pruning are the same as in one process.
+
+    Returns None when no class qualifies (the caller's stages apply).
+    Under a time limit a node's time is shared equally among its options
+    not yet taken; a leaf stopped on its share keeps its bound and is taken
+    up again, from its plan, with the time the others left.
+    """
+    t0 = time.perf_counter()
+    mip = model.mip
+    prefer = None if incumbent is None else incumbent.x
+    configs = configuration_choices(model, first, prefer)
+    if not configs:
+        return None
+    try:
+        # of several classes, the one whose options' least LP bound is highest (strong branching); its
+        # options' LPs are the first level of the search
+        options, config = max(((option_bounds(mip, a, ch, solver), ch) for ch in configs),
+                              key=lambda oc: min((o[1] for o in oc[0]), default=np.inf))
+    except Unsettled:  # an LP the back end could not settle: the caller's stages apply
+        return None
+    configs = [config]
+    choices = configs + commitment_choices(model, a, first, prefer)
+    B = first.bound
+    state = {"best": incumbent, "leaves": 0, "pruned": 0}
+    # leaves handed to the executor and not yet read back: (future, arrays, bound known before)
+    running: list[tuple[object, Arrays, float]] = []
+    side_by_side = executor is not None and executor.workers > 1
+    bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
+    open_: list[list] = []        # [bound, arrays, result] of leaves stopped on their share of the time
+
+    def met(obj: float, bound: float | None) -> bool:
+        return bound is not None and obj <= bound + gap * max(abs(bound), 1e-9)
+
+    def settled(bound: float) -> bool:
+        best = state["best"]
+        return best is not None and bound >= best.objective - gap * max(abs(best.objective), 1e-9)
+
+    def done() -> bool:
+        return state["best"] is not None and met(state["best"].objective, B)
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+    def read(r: SolveResult, b: Arrays, known: float) -> None:
+        """Record a leaf's result: a cheaper plan is the best; its bound settles the leaf or leaves it open."""
+        state["leaves"] += 1
+        if r.status == Status.INFEASIBLE:
+            return
+        bound = max(known, r.bound) if r.bound is not None else known
+        best = state["best"]
+        if r.status.has_plan and (best is None or r.objective < best.objective):
+            state["best"] = r
+        if r.status == Status.OPTIMAL or settled(bound):
+            bounds.append(bound)
+        else:
+            open_.append([bound, b, r])
+
+    def collect(wait: bool) -> None:
+        """Read back the leaves that have finished; with ``wait``, first wait until one has."""
+        while wait and running and not any(f.done() for f, _b, _k in running):
+            time.sleep(POLL_SECONDS)
+        for item in [it for it in running if it[0].done()]:
+            running.remove(item)
+            read(item[0].result(), item[1], item[2])
+
+    def leaf(b, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
+        if side_by_side:
+            while len(running) >= executor.workers:
+                collect(wait=True)
+        best = state["best"]
+        task = LeafTask(b, solver, share, gap, threads, start, None if best is None else best.objective)
+        if side_by_side:
+            running.append((executor.submit(solve_leaf, task), b, known))
+            collect(wait=False)
+        else:
+            read(solve_leaf(task), b, known)
+
+    def node(b, depth: int, budget_end: float | None, kids: list | None = None) -> None:
+        if depth == len(choices):
+            share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
+            leaf(b, share)
+            return
+        kids = option_bounds(mip, b, choices[depth], solver) if kids is None else kids
+        for i, (_p, lp_bound, c) in enumerate(kids):
+            if done() or settled(lp_bound):
+                bounds.append(lp_bound)
+                state["pruned"] += 1
+                continue
+            end = None
+            if budget_end is not None:
+                end = time.perf_counter() + max(1.0, (budget_end - time.perf_counter()) / (len(kids) - i))
+            node(c, depth + 1, end)
+
+    try:
+        node(a, 0, None if time_limit is None else t0 + time_limit, options)
+    except Unsettled:  # an LP the back end could not settle: the caller's stages apply
+        while running:  # what runs on the executor is read back before the caller's stages take over
+            collect(wait=True)
+        return None
+    while running:
+        collect(wait=True)
+    # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
+    while (open_ or running) and not done() and left() is not None and left() >= 1.0:
+        if not open_:
+            collect(wait=True)
+            continue
+        open_.sort(key=lambda o: o[0])
+        bound, b, r = open_.pop(0)
+        if settled(bound):
+            bounds.append(bound)
+            continue
+        leaf(b, max(1.0, left() / (len(open_) + len(running) + 1)), r.x if r.status.has_plan else None, bound)
+    while running:
+        collect(wait=True)
+    bounds += [o[0] for o in open_]
+    # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
+    best, seconds = state["best"], first.solve_seconds + (time.perf_counter() - t0)
+    what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
+            + "".join(f" and count of {c.name}" for c in choices[len(configs):]))
+    if best is None:
+        if not bounds:  # no option of the class admits a stable plan
+            return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
+                               message="no plan meets every constraint with the stability limits")
+        return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
+                           message="no stable plan within the time limit")
+    best.solve_seconds = seconds
+    proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
+    best.bound = min(best.objective, proof)
+    best.gap = relative_gap(best.objective, best.bound)
+    proven = best.gap is not None and best.gap <= gap + 1e-12
+    best.status = Status.OPTIMAL if proven else Status.FEASIBLE
+    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
+                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, "
+                    + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
+                    + ("; it costs what the plan without stability limits costs" if done() else ""))
+    return best
+
+
+def option_bounds(mip, b, choice: Choice, solver: str) -> list[tuple[bool, float, object]]:
+    """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays), in search order.
+
+    Options whose LP is infeasible are left out; an LP neither optimal nor
+    infeasible raises :class:`Unsettled`.
+    """
+    out = []
+    for _label, cols, value, preferred in choice.options:
+        c = b.copy_bounds()
+        c.col_lo[cols] = value
+        c.col_hi[cols] = value
+        r = relaxed(mip, c, solver)
+        if r.status == Status.OPTIMAL:
+            out.append((not preferred, r.objective, c))
+        elif r.status != Status.INFEASIBLE:
+            raise Unsettled
+    return sorted(out, key=lambda t: (t[0], t[1]))
+
+
+class Unsettled(Exception):
+    """A branch LP ended neither optimal nor infeasible (a back end's failure to settle it)."""
+
+
+@dataclass
+class LeafTask:
+    """One leaf of the split as plain data, for an executor: its arrays and how to search them."""
+
+    arrays: Arrays
+    solver: str
+    time_limit: float | None
+    gap: float
+    threads: int | None
+    start: np.ndarray | None
+    #: the best plan's cost when the leaf was handed out: only cheaper plans are searched for
+    cutoff: float | None
+
+
+def solve_leaf(task: LeafTask) -> SolveResult:
+    """Search one leaf with the back end (in this process or on a worker); its result as the back end gives it."""
+    return backend_solve(None, solver=task.solver, time_limit=task.time_limit, gap=task.gap, threads=task.threads,
+                         arrays=task.arrays, start=task.start, cutoff=task.cutoff)
