@@ -50,7 +50,7 @@ from .neighbourhood import training_support
 from .period_polish import polish_periods
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, bound_error, relative_gap
-from .split import configuration_use, exact_split, relaxed
+from .split import configuration_use, exact_split, relaxed, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -117,6 +117,9 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     (``decomposition_bound``) proves where it is the best.
     """
     t0 = time.perf_counter()
+    if executor is not None and executor.workers > 1:
+        for _ in range(executor.workers):
+            executor.submit(warm, None)
     lp = relaxation(model, solver, time_limit)
     lp_bound = lp.objective if lp.status == Status.OPTIMAL else None
     if lp.status == Status.INFEASIBLE:
