@@ -26,9 +26,11 @@ Example
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .load import Problem
 from .load import load_problem as _load_problem
@@ -73,7 +75,7 @@ def _problem(problem: str | Path | Problem, sets, scales, overrides, kwargs) -> 
 def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
           gap: float = 1e-6, threads: int | None = None, sets=(), scales=(),
           overrides: Mapping[str, Any] | None = None, workers: int = 1, executor: str = "local",
-          scheduler: str | None = None, **kwargs: Any) -> Plan:
+          scheduler: str | None = None, known: Sequence[Plan | np.ndarray] = (), **kwargs: Any) -> Plan:
     """The cheapest plan, audited: ``gpuopt solve``.
 
     Returns a :class:`~optimizer.plan.Plan`: ``status``, ``objective``,
@@ -81,15 +83,25 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     ``inference``, ``routing``, ``training``, ``training_summary``,
     ``starts``, ``usage``, ``ledger`` (DataFrames), ``by_pricing()``,
     ``by_workload()``, ``audit`` and ``to_json()``. With ``workers > 1`` or
-    ``executor="dask"`` (``scheduler``: a cluster's address), the periods
-    are also solved apart there for a bound (``result.decomposition_bound``).
+    ``executor="dask"`` (``scheduler``: a cluster's address), the exact
+    split's leaves run there side by side and the periods are also solved
+    apart there for a bound (``result.decomposition_bound``).
+
+    ``known``: plans already in hand (an earlier :class:`Plan` of a similar
+    problem, such as the same one at other prices, or its ``result.x``).
+    Each that meets every row of this problem's model is a first plan for
+    the search, which then looks only for cheaper ones; the result is never
+    dearer than the cheapest of them. A plan of a model with other columns
+    or rows is ignored.
     """
     from .executors import solve_executor
     from .pipeline import run
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
     with solve_executor(executor, workers, scheduler) as pool:
-        return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool)
+        return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool,
+                   known=[k.result.x if isinstance(k, Plan) else np.asarray(k, float) for k in known
+                          if not (isinstance(k, Plan) and k.result.x is None)])
 
 
 def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, Any] | None = None,

@@ -442,3 +442,24 @@ def test_a_search_that_ends_without_a_cheaper_plan_returns_the_known_one_with_it
     assert "the known plan" in out.message and "no plan in time" in out.message
     proven = _keep_known(known, SolveResult(Status.ERROR, "highs", bound=1_000.0, message="cut off"), 1e-6)
     assert proven.status == Status.OPTIMAL and proven.gap == pytest.approx(0.0)
+
+
+def test_a_notebook_hands_an_earlier_plan_to_solve(tmp_path):
+    # api.solve(known=...) takes Plans (or their vectors). The 5 $/h reservation's optimum (1,000, see
+    # test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it) handed to the same problem is kept,
+    # proven; a plan of a problem with other columns (FLIP, without the reservation) is ignored.
+    from optimizer import api
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    path = write_problem(tmp_path, data)
+    first = api.solve(path)
+    assert first.objective == pytest.approx(1_000)
+    again = api.solve(path, known=[first])
+    assert again.status == Status.OPTIMAL and again.objective == pytest.approx(1_000)
+    assert "none cheaper than the known plan, which is kept" in again.result.message
+    assert again.audit == []
+    other = api.solve(write_problem(tmp_path, copy.deepcopy(FLIP), "flip.yaml"))
+    assert other.objective == pytest.approx(1_100)
+    alone = api.solve(path, known=[other, other.result.x])
+    assert alone.objective == pytest.approx(1_000) and "known plan" not in alone.result.message
