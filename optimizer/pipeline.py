@@ -73,6 +73,7 @@ def run(
     candidates: Candidates | None = None,
     executor=None,
     known: Sequence[np.ndarray] = (),
+    leaf_bounds=None,
 ) -> Plan:
     """Solve ``problem`` and return its plan (with status, objective, bounds and gap), audited.
 
@@ -83,7 +84,9 @@ def run(
     decomposition bound run (none: no decomposition). ``known``: plans
     already in hand (a sweep's solved neighbours), each used as the search's
     first incumbent only if it meets every row of this problem's model
-    (:func:`optimizer.solve.driver.known_plan`).
+    (:func:`optimizer.solve.driver.known_plan`); ``leaf_bounds``: bounds of
+    the exact split's leaves carried from elsewhere
+    (:func:`optimizer.solve.split.exact_split`).
     """
     t0 = time.perf_counter()
     cands = candidates or build_candidates(problem)
@@ -96,7 +99,8 @@ def run(
     else:
         # the limit is the whole run's: the build is spent, and the plan and audit after the solve need time too
         budget = driver.solve_budget(time_limit, time.perf_counter() - t0)
-        result = driver.solve(model, solver, budget, gap, threads, executor=executor, known=known)
+        result = driver.solve(model, solver, budget, gap, threads, executor=executor, known=known,
+                               leaf_bounds=leaf_bounds)
         result.build_seconds += build
         if result.status == Status.INFEASIBLE and not result.message.startswith("no plan"):
             result.message = "no plan meets every constraint" + (

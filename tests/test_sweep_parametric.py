@@ -6,6 +6,9 @@ the second, independent route to the same numbers.
 
 from __future__ import annotations
 
+import copy
+
+import numpy as np
 import pytest
 
 from optimizer import api
@@ -100,9 +103,11 @@ def test_settling_checks_the_point_against_its_neighbours(tmp_path):
 
 
 def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path, monkeypatch):
-    # The sweep of the first test: the ends are solved from nothing; every other point it solves (the
-    # midpoints of the stretches it cannot settle) is handed both neighbours' plans, which the driver
-    # uses as a first incumbent where they meet the point's rows. The answers stay 500·min(p, 2).
+    # The sweep of the first test: the first end is solved from nothing, the far end from its plan; every
+    # other point it solves (the midpoints of the stretches it cannot settle) is handed every plan solved
+    # on the line so far (its neighbours' among them), which the driver uses as a first incumbent where
+    # they meet the point's rows. With one worker the n-th solve is handed n - 1 plans. The answers stay
+    # 500·min(p, 2).
     import optimizer.pipeline as pipeline
 
     real, calls = pipeline.run, []
@@ -117,7 +122,7 @@ def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path
     path = write_problem(tmp_path, two_offerings())
     sw = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.0:21", solver="highs")
     assert [p["objective"] for p in sw.points] == pytest.approx([500 * min(1.0 + 0.1 * i, 2.0) for i in range(21)])
-    assert calls[:2] == [0, 0] and len(calls) > 2 and all(n == 2 for n in calls[2:])
+    assert len(calls) > 2 and calls == list(range(len(calls)))
 
 
 class _Clock:
@@ -127,15 +132,18 @@ class _Clock:
         self.now, self.workers, self.duration = 0.0, workers, duration
         self.free_at = [0.0] * workers
         self.started = []  # (start time, index, left neighbour's index, right neighbour's index)
+        self.handed = {}   # per index: how many solved plans its task was handed
 
     def submit(self, fn, task):
         import numpy as np
 
         server = min(range(self.workers), key=lambda s: self.free_at[s])
         start = max(self.now, self.free_at[server])
-        end = self.free_at[server] = start + self.duration(task["index"])
         side = {s: None if task.get(s) is None else task[s]["index"] for s in ("left", "right")}
+        handed = len(task.get("known", ())) + sum(v is not None for v in side.values())
+        end = self.free_at[server] = start + self.duration(task["index"], handed)
         self.started.append((start, task["index"], side["left"], side["right"]))
+        self.handed[task["index"]] = handed
         # every solve proves only a bound of 0 below its plan of 1: nothing is ever settled
         anchor = parametric.Anchor(task["index"], task["t"], np.zeros(1), np.zeros(1), 1.0, 1.0, 0.0, "same")
         clock = self
@@ -155,16 +163,17 @@ class _Clock:
 
 
 def test_a_worker_that_would_wait_solves_a_guess_and_one_worker_bisects():
-    # A line of 11 points; its far end takes 5 units, every other solve 1. One worker bisects, longest
-    # stretch first (ties: the left one): 0, 10, 5, 2, 7, 3, 8, then 1, 4, 6, 9; done at 15. Two workers:
-    # 0 and 10 start together; at 1, with 10 still running, the free worker solves 5 from 0's plan alone (a
-    # guess: 10 is not known yet); then the stretches between solved points, longest first: 2 (0-5), 3
-    # (2-5), 1 (0-2); at 5 point 10 and point 1 end: 7 (5-10) and 4 (3-5); at 6: 8 (7-10) and 6 (5-7); at 7: 9.
-    # Every point is solved once either way, done at 8 instead of 15.
+    # A line of 11 points; its far end takes 5 units from nothing and 2 handed a plan, every other solve 1.
+    # The far end waits for the first end's plan. One worker: 0 (0-1), 10 from 0's plan (1-3), then
+    # bisection, longest stretch first (ties: the left one): 5, 2, 7, 3, 8, then 1, 4, 6, 9; done at 12.
+    # Two workers: 0 alone; at 1, 10 from its plan (1-3) and, with 10 still running, 5 from 0's plan alone
+    # (a guess: 10 is not known yet); at 2, 2 (0-5); at 3 (10 and 2 end), 7 (5-10) and 3 (2-5); at 4, 8 (7-10)
+    # and 1 (0-2, the leftmost of the stretches of 2); at 5, 4 (3-5) and 6 (5-7); at 6, 9. Every point is
+    # solved once either way, done at 7 instead of 12.
     from optimizer.studies.sweep import Progress, _search_lines
 
     def run(workers):
-        pool = _Clock(workers, lambda k: 5.0 if k == 10 else 1.0)
+        pool = _Clock(workers, lambda k, handed: (2.0 if handed else 5.0) if k == 10 else 1.0)
         line = list(range(11))
         results = _search_lines([line], {i: {"index": i} for i in line}, {i: float(i) for i in line}, 1e-6,
                                 pool, workers, Progress(11, enabled=False), sleep=pool.sleep)
@@ -173,12 +182,89 @@ def test_a_worker_that_would_wait_solves_a_guess_and_one_worker_bisects():
 
     one = run(1)
     assert [k for _, k, _, _ in one.started] == [0, 10, 5, 2, 7, 3, 8, 1, 4, 6, 9]
-    assert max(one.pending) == 15
+    assert max(one.pending) == 12
     two = run(2)
-    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (0, 10), (1, 5), (2, 2), (3, 3), (4, 1), (5, 7),
-                                                    (5, 4), (6, 8), (6, 6), (7, 9)]
-    assert max(two.pending) == 8
+    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (1, 10), (1, 5), (2, 2), (3, 7), (3, 3), (4, 8),
+                                                    (4, 1), (5, 4), (5, 6), (6, 9)]
+    assert max(two.pending) == 7
     sides = {k: (left, right) for _, k, left, right in two.started}
-    assert sides[0] == sides[10] == (None, None)  # the ends start from nothing
+    assert sides[0] == sides[10] == (None, None)  # no neighbours around the ends
+    assert two.handed[0] == 0 and two.handed[10] == 1  # the far end is handed the first end's plan
     assert sides[5] == (0, None)                  # the guess: only 0 was solved
     assert sides[2] == (0, 5) and sides[7] == (5, 10)
+    assert two.handed[7] == 4                     # 5 and 10 around it, and 0 and 2 also solved on the line
+
+
+# --- bounds of the exact split carried along a price ---------------------------------------------------
+
+def reserved_flip_at(price: float) -> dict:
+    # tests/test_executable_plans.py's FLIP with a 12-month reservation of the H100 node at `price` $/h. The
+    # stable plans: A (L4) in both periods 1,100; B on demand in both 1,200; B on one reserved unit for the
+    # plan's 200 h, 200·price. So the optimum is min(1,100, 200·price): the reservation up to 5.5 $/h.
+    from test_executable_plans import FLIP
+    from test_known_answers import od
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=price), "pricing": "reserved", "term_months": 12})
+    return data
+
+
+def flip_anchor(tmp_path, price: float, index: int):
+    pr = load_problem(write_problem(tmp_path, reserved_flip_at(price), f"flip{index}.yaml"))
+    plan = run(pr, solver="highs")
+    assert_audited(plan)
+    assert plan.objective == pytest.approx(min(1_100, 200 * price))
+    return parametric.anchor(index, price, plan.result, plan.mip.arrays())
+
+
+def test_leaf_bounds_interpolate_the_neighbours_and_clip_at_the_budget(tmp_path):
+    left, right = flip_anchor(tmp_path, 4.0, 0), flip_anchor(tmp_path, 7.0, 2)
+    assert left.leaf_bounds and right.leaf_bounds  # both points were proven by the split
+    pr = load_problem(write_problem(tmp_path, reserved_flip_at(5.0), "mid.yaml"))
+    mid = presolve.build(pr, build_candidates(pr)).mip.arrays()
+    # hand-made bounds, to check the arithmetic: at 5 $/h, λ = (7 − 5) ÷ (7 − 4) = 2/3 of the left anchor's
+    a, b, c = (("chat", "A"),), (("chat", "B"),), (("chat", "B"), ("u", "1"))
+    left.leaf_bounds = {a: 900.0, b: 1_200.0}
+    right.leaf_bounds = {a: 1_500.0, c: 1_800.0}
+    got = parametric.leaf_bounds(mid, 5.0, left, right)
+    assert got[a] == pytest.approx(2 / 3 * 900 + 1 / 3 * 1_500)      # 1,100
+    # c lies in the left anchor's subtree b: 2/3 of 1,200 + 1/3 of 1,800 = 1,400; b itself is known left only
+    assert got[c] == pytest.approx(1_400) and b not in got
+    # an infinite bound (a leaf without plans) is clipped at the budget, where the anchor had one
+    left.leaf_bounds[a], left.budget = np.inf, 1_000.0
+    assert parametric.leaf_bounds(mid, 5.0, left, right)[a] == pytest.approx(2 / 3 * 1_000 + 1 / 3 * 1_500)
+    # off the line (outside the two, or a different model): nothing is carried
+    assert parametric.leaf_bounds(mid, 8.0, left, right) == {}
+    other = load_problem(write_problem(tmp_path, {**reserved_flip_at(5.0), "constraints": {"budget": 5_000}},
+                                       "budget.yaml"))
+    assert parametric.leaf_bounds(presolve.build(other, build_candidates(other)).mip.arrays(), 5.0, left,
+                                  right) == {}
+
+
+def test_a_sweep_prunes_leaves_with_bounds_carried_from_its_solved_neighbours(tmp_path, monkeypatch):
+    # The reservation price from 4 to 7 $/h in 13 points: min(1,100, 200·p), the reservation up to 5.5 $/h.
+    # Every point a sweep solves between two solved ones gets their split's bounds; where a leaf's carried
+    # bound is not below the best plan, it is not searched. The answers are the hand-worked ones.
+    from optimizer.solve import split
+
+    leaves, carried = [], []
+    real_leaf, real_bounds = split.solve_leaf, parametric.leaf_bounds
+    monkeypatch.setattr(split, "solve_leaf", lambda task: leaves.append(task.cutoff) or real_leaf(task))
+
+    def spy(*args, **kw):
+        out = real_bounds(*args, **kw)
+        carried.append(out)
+        return out
+
+    monkeypatch.setattr(parametric, "leaf_bounds", spy)
+    path = write_problem(tmp_path, reserved_flip_at(5.0))
+    vary = "offerings[h100-1y].price_per_hour=4:7:13"
+    sw = api.sweep(path, vary=vary, solver="highs")
+    prices = [4 + 0.25 * i for i in range(13)]
+    assert [p["objective"] for p in sw.points] == pytest.approx([min(1_100, 200 * p) for p in prices])
+    assert all(p["status"] == "optimal" for p in sw.points)
+    assert carried and any(carried)  # some solved point was between two split-proven ones
+    assert any("by bounds carried from solved neighbours" in p["message"] for p in sw.points)
+    # such a point splits on the class its neighbours split on, without the model without limits
+    assert any(p["message"].endswith("split as its solved neighbours were, without the model without limits")
+               for p in sw.points)

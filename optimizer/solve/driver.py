@@ -102,7 +102,7 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
           threads: int | None = None, start: np.ndarray | None = None, executor=None,
-          known: Sequence[np.ndarray] = ()) -> SolveResult:
+          known: Sequence[np.ndarray] = (), leaf_bounds=None) -> SolveResult:
     """Solve ``model`` within ``time_limit`` seconds of wall clock (see the module docstring).
 
     Returns the back end's result with ``relaxation_bound`` set; the bound
@@ -110,7 +110,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     already has (a sweep's solved neighbours); the cheapest that meets every
     row of ``model`` (:func:`known_plan`) is the search's first incumbent,
     so what costs more is cut off from the start, and the result is never
-    dearer than it. With an ``executor``
+    dearer than it. ``leaf_bounds``: bounds of the exact split's leaves
+    carried from elsewhere (:func:`optimizer.solve.split.exact_split`). With an ``executor``
     (:mod:`optimizer.executors`), the period models of
     :mod:`optimizer.solve.decompose` run on it at the LP's duals after the
     search, in :data:`DECOMPOSITION_SHARE` of the time, and their bound
@@ -135,7 +136,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     if start is None and "config-used" in model.mip.variables:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
-                              executor=executor, incumbent=incumbent)
+                              executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
+                              lp_bound=lp_bound)
     else:
         if start is None and incumbent is not None:
             start = incumbent.x
@@ -228,7 +230,8 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
                  guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None,
-                 incumbent: SolveResult | None = None) -> SolveResult:
+                 incumbent: SolveResult | None = None, leaf_bounds=None,
+                 lp_bound: float | None = None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -273,6 +276,17 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     limit_rows = mip.constraints["stability-configurations"]
     rows = np.arange(limit_rows.start, limit_rows.start + limit_rows.size)
 
+    carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
+    classes = {key[0][0] for key in carried}
+    if incumbent is not None and len(classes) == 1:
+        # between two solved points whose splits chose the same class: split on it again, started from their
+        # bounds, without the model without limits (its plan would only choose the class; the LP relaxation's
+        # bound stands in for its bound). Keeping the class along the line is what lets the bounds carry.
+        split = exact_split(model, a, SolveResult(Status.FEASIBLE, solver, bound=lp_bound), solver,
+                            None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                            gap, threads, incumbent, executor, carried, classes=sorted(classes))
+        if split is not None:
+            return split
     free = a.copy_bounds()
     free.col_lo[ids] = 1.0
     free.col_hi[ids] = 1.0
@@ -297,7 +311,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      else "the LP relaxation", lp_x=guide, executor=executor)
     split = exact_split(model, a, first, solver,
                         None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                        gap, threads, incumbent, executor)
+                        gap, threads, incumbent, executor, carried)
     if split is not None:
         return split
     if guide_gap > gap and first.status.has_plan:

@@ -75,6 +75,9 @@ class SolveResult:
     decomposition_bound: float | None = None
     #: an LP's row duals (reduced costs c − Aᵀy), where the back end solved an LP to optimality and reports them
     duals: np.ndarray | None = field(default=None, repr=False)
+    #: where the exact split proved the optimum (:mod:`optimizer.solve.split`): a proven lower bound per leaf
+    #: and per subtree pruned by its LP, keyed by the choices made ((choice, option), ...)
+    leaf_bounds: dict | None = field(default=None, repr=False)
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

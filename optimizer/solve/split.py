@@ -18,6 +18,7 @@ for plans cheaper than it, the back end's ``cutoff``), so with an executor
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 
@@ -82,7 +83,8 @@ class Choice:
     options: list[tuple[str, np.ndarray, np.ndarray, bool]]
 
 
-def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None) -> list[Choice]:
+def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None,
+                          only: Sequence[str] | None = None) -> list[Choice]:
     """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
 
     Only classes that may use one configuration (N = 1) and have at most
@@ -90,14 +92,21 @@ def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray |
     them, k, and fixing k (the class's other configurations off) is a
     partition of the stable plans. Classes with the most configurations in
     use come first; within a class, the configuration the plan ``prefer``
-    (default: ``first``) uses most is tried first.
+    (default: ``first``) uses most is tried first. ``only``: the classes
+    named (``service/bucket``) instead, whatever ``first`` does (it may
+    then have no plan; ``prefer`` must be given).
     """
     ids = model.mip.variables["config-used"].ids
-    cu = configuration_use(model, first.x)
+    cu = configuration_use(model, first.x if first.x is not None else prefer)
     pref = cu["use"].to_numpy() if prefer is None else configuration_use(model, prefer)["use"].to_numpy()
-    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
-                                                                 limit=("max_configurations", "first"))
-    over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False, kind="stable")
+    if only is not None:
+        limits = cu.groupby(["service", "bucket"])["max_configurations"].first()
+        over = limits[[f"{s}/{b}" in only and n == 1 for (s, b), n in limits.items()]]
+    else:
+        used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
+                                                                     limit=("max_configurations", "first"))
+        over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False,
+                                                                                     kind="stable")
     out = []
     for service, bucket in over.index:
         mine = ((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy()
@@ -147,7 +156,9 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
 
 
 def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
-                threads: int | None, incumbent: SolveResult | None = None, executor=None) -> SolveResult | None:
+                threads: int | None, incumbent: SolveResult | None = None, executor=None,
+                carried: Mapping[tuple, float] | None = None,
+                classes: Sequence[str] | None = None) -> SolveResult | None:
     """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
 
     The plan without stability limits (``first``) puts some request class
@@ -178,6 +189,17 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     back searches under the cutoff it was given (valid, only less sharp);
     the order of the leaves and the pruning are those of one process.
 
+    ``carried``: proven lower bounds of leaves and subtrees of this model
+    found elsewhere (a sweep's two solved neighbours, interpolated: a
+    leaf's optimum is concave in a price;
+    :func:`optimizer.studies.parametric.leaf_bounds`), keyed as the
+    result's ``leaf_bounds``: a leaf whose carried bound is not below the
+    best plan is pruned without a solve. The result records every leaf's
+    and pruned subtree's bound (``leaf_bounds``) for the next point.
+    ``classes``: split on these request classes (``service/bucket``)
+    rather than on those ``first`` breaks the limit of (then ``first``
+    needs only its bound, and ``incumbent`` orders the options).
+
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
     not yet taken; a leaf stopped on its share keeps its bound and is taken
@@ -186,25 +208,27 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     t0 = time.perf_counter()
     mip = model.mip
     prefer = None if incumbent is None else incumbent.x
-    configs = configuration_choices(model, first, prefer)
+    configs = configuration_choices(model, first, prefer, only=classes)
     if not configs:
         return None
     try:
         # of several classes, the one whose options' least LP bound is highest (strong branching); its
         # options' LPs are the first level of the search
-        options, config = max(((option_bounds(mip, a, ch, solver), ch) for ch in configs),
+        options, config = max(((option_bounds(mip, a, ch), ch) for ch in configs),
                               key=lambda oc: min((o[1] for o in oc[0]), default=np.inf))
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         return None
     configs = [config]
     choices = configs + commitment_choices(model, a, first, prefer)
     B = first.bound
-    state = {"best": incumbent, "leaves": 0, "pruned": 0}
-    # leaves handed to the executor and not yet read back: (future, arrays, bound known before)
-    running: list[tuple[object, Arrays, float]] = []
+    state = {"best": incumbent, "leaves": 0, "pruned": 0, "carried": 0}
+    carried = {} if carried is None else carried
+    leaf_proofs: dict[tuple, float] = {}  # the bound of every leaf and pruned subtree, by its choices
+    # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key)
+    running: list[tuple[object, Arrays, float, tuple]] = []
     side_by_side = executor is not None and executor.workers > 1
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
-    open_: list[list] = []        # [bound, arrays, result] of leaves stopped on their share of the time
+    open_: list[list] = []        # [bound, arrays, result, key] of leaves stopped on their share of the time
 
     def met(obj: float, bound: float | None) -> bool:
         return bound is not None and obj <= bound + gap * max(abs(bound), 1e-9)
@@ -219,29 +243,31 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     def left() -> float | None:
         return None if time_limit is None else time_limit - (time.perf_counter() - t0)
 
-    def read(r: SolveResult, b: Arrays, known: float) -> None:
+    def read(r: SolveResult, b: Arrays, known: float, key: tuple) -> None:
         """Record a leaf's result: a cheaper plan is the best; its bound settles the leaf or leaves it open."""
         state["leaves"] += 1
         if r.status == Status.INFEASIBLE:
+            leaf_proofs[key] = np.inf
             return
         bound = max(known, r.bound) if r.bound is not None else known
+        leaf_proofs[key] = bound
         best = state["best"]
         if r.status.has_plan and (best is None or r.objective < best.objective):
             state["best"] = r
         if r.status == Status.OPTIMAL or settled(bound):
             bounds.append(bound)
         else:
-            open_.append([bound, b, r])
+            open_.append([bound, b, r, key])
 
     def collect(wait: bool) -> None:
         """Read back the leaves that have finished; with ``wait``, first wait until one has."""
-        while wait and running and not any(f.done() for f, _b, _k in running):
+        while wait and running and not any(item[0].done() for item in running):
             time.sleep(POLL_SECONDS)
         for item in [it for it in running if it[0].done()]:
             running.remove(item)
-            read(item[0].result(), item[1], item[2])
+            read(item[0].result(), *item[1:])
 
-    def leaf(b, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
+    def leaf(b, key: tuple, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
         if side_by_side:
             # a free worker; and a leaf with nothing to cut off at goes out alone: searched whole beside
             # another, it can take many times what the other's plan would let it take (q3-profiled: 9 s
@@ -251,29 +277,38 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         best = state["best"]
         task = LeafTask(b, solver, share, gap, threads, start, None if best is None else best.objective)
         if side_by_side:
-            running.append((executor.submit(solve_leaf, task), b, known))
+            running.append((executor.submit(solve_leaf, task), b, known, key))
             collect(wait=False)
         else:
-            read(solve_leaf(task), b, known)
+            read(solve_leaf(task), b, known, key)
 
-    def node(b, depth: int, budget_end: float | None, kids: list | None = None) -> None:
+    def node(b, key: tuple, budget_end: float | None, kids: list | None = None) -> None:
+        depth = len(key)
         if depth == len(choices):
+            known = carried_bound(key, carried)
+            if settled(known):  # proven elsewhere not to hold a cheaper plan
+                bounds.append(known)
+                leaf_proofs[key] = known
+                state["carried"] += 1
+                return
             share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
-            leaf(b, share)
+            leaf(b, key, share)
             return
-        kids = option_bounds(mip, b, choices[depth], solver) if kids is None else kids
-        for i, (_p, lp_bound, c) in enumerate(kids):
+        kids = option_bounds(mip, b, choices[depth]) if kids is None else kids
+        for i, (_p, lp_bound, c, label) in enumerate(kids):
+            below = key + ((choices[depth].name, label),)
             if done() or settled(lp_bound):
                 bounds.append(lp_bound)
+                leaf_proofs[below] = lp_bound
                 state["pruned"] += 1
                 continue
             end = None
             if budget_end is not None:
                 end = time.perf_counter() + max(1.0, (budget_end - time.perf_counter()) / (len(kids) - i))
-            node(c, depth + 1, end)
+            node(c, below, end)
 
     try:
-        node(a, 0, None if time_limit is None else t0 + time_limit, options)
+        node(a, (), None if time_limit is None else t0 + time_limit, options)
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         while running:  # what runs on the executor is read back before the caller's stages take over
             collect(wait=True)
@@ -286,11 +321,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             collect(wait=True)
             continue
         open_.sort(key=lambda o: o[0])
-        bound, b, r = open_.pop(0)
+        bound, b, r, key = open_.pop(0)
         if settled(bound):
             bounds.append(bound)
             continue
-        leaf(b, max(1.0, left() / (len(open_) + len(running) + 1)), r.x if r.status.has_plan else None, bound)
+        leaf(b, key, max(1.0, left() / (len(open_) + len(running) + 1)), r.x if r.status.has_plan else None, bound)
     while running:
         collect(wait=True)
     bounds += [o[0] for o in open_]
@@ -310,30 +345,42 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     best.gap = relative_gap(best.objective, best.bound)
     proven = best.gap is not None and best.gap <= gap + 1e-12
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
+    best.leaf_bounds = leaf_proofs
     best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
                     f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, "
+                    + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
-                    + ("; it costs what the plan without stability limits costs" if done() else ""))
+                    + ("; it costs what the plan without stability limits costs" if done() else "")
+                    + ("; split as its solved neighbours were, without the model without limits"
+                       if classes is not None else ""))
     return best
 
 
-def option_bounds(mip, b, choice: Choice, solver: str) -> list[tuple[bool, float, object]]:
-    """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays), in search order.
+def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str]]:
+    """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays, its label), in
+    search order.
 
     Options whose LP is infeasible are left out; an LP neither optimal nor
     infeasible raises :class:`Unsettled`.
     """
     out = []
-    for _label, cols, value, preferred in choice.options:
+    for label, cols, value, preferred in choice.options:
         c = b.copy_bounds()
         c.col_lo[cols] = value
         c.col_hi[cols] = value
-        r = relaxed(mip, c, solver)
+        # HiGHS in this process whatever the back end: an LP bound is a bound whoever computes it, and the
+        # back ends in a child process (SCIP, CP-SAT) would start one per option (q3: 69 of them)
+        r = relaxed(mip, c, "highs")
         if r.status == Status.OPTIMAL:
-            out.append((not preferred, r.objective, c))
+            out.append((not preferred, r.objective, c, label))
         elif r.status != Status.INFEASIBLE:
             raise Unsettled
     return sorted(out, key=lambda t: (t[0], t[1]))
+
+
+def carried_bound(key: tuple, known: Mapping[tuple, float]) -> float:
+    """The best bound ``known`` holds for the leaf ``key``: its own, or that of a subtree it lies in."""
+    return max((known[key[:d]] for d in range(1, len(key) + 1) if key[:d] in known), default=-np.inf)
 
 
 class Unsettled(Exception):

@@ -33,7 +33,11 @@ the ends of each line of the grid, then the midpoints of the intervals it
 cannot settle (a bisection), so a sweep with B changes of plan costs about
 B·log2(points) solves instead of one per point. Each of those solves starts
 from its two neighbours' plans (plans of its own model too), so the search
-cuts off from the start whatever costs more than the cheaper of them.
+cuts off from the start whatever costs more than the cheaper of them, and
+from their splits' proofs: each leaf of the exact split is a smaller model
+with the same plans at every point, so its optimum is concave too and the
+interpolation of its neighbours' bounds bounds it (:func:`leaf_bounds`); a
+leaf that cannot beat the best plan is not searched.
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ class Anchor:
     objective: float
     bound: float           # its proven bound
     shape: str             # :func:`shape` of its model
+    #: the exact split's proven bound per leaf and pruned subtree (SolveResult.leaf_bounds), if it split
+    leaf_bounds: dict | None = None
+    #: the most the objective may be (the ``budget`` row), None without one
+    budget: float | None = None
 
     def cost(self, x: np.ndarray) -> float:
         """What the plan ``x`` costs at this point."""
@@ -99,7 +107,16 @@ def anchor(index: int, t: float, result: SolveResult, a: Arrays) -> Anchor | Non
     if result.status != Status.OPTIMAL or result.x is None or result.bound is None:
         return None
     return Anchor(index, float(t), np.asarray(result.x, float), np.asarray(a.c, float), float(a.c0),
-                  float(result.objective), float(result.bound), shape(a))
+                  float(result.objective), float(result.bound), shape(a),
+                  None if result.leaf_bounds is None else dict(result.leaf_bounds), objective_budget(a))
+
+
+def objective_budget(a: Arrays) -> float | None:
+    """The most the objective (constant included) may be under the ``budget`` row, or None without one."""
+    rows = [i for i, name in enumerate(a.row_names) if name.split("#")[0] == BUDGET]
+    if not rows:
+        return None
+    return float(min(a.row_hi[rows])) + float(a.c0)
 
 
 def weight(t: float, left: Anchor, right: Anchor) -> float | None:
@@ -125,6 +142,60 @@ def predict(t: float, left: Anchor, right: Anchor) -> tuple[float, float] | None
     return min(u_left, u_right), lam * left.bound + (1 - lam) * right.bound
 
 
+def on_line(a: Arrays, t: float, left: Anchor, right: Anchor) -> float | None:
+    """λ when the model ``a`` at t lies on the line between the two anchors, else None.
+
+    On the line: t strictly between them, the same model as theirs
+    (:func:`shape`), and its objective (costs and constant) the affine
+    interpolation of theirs, λ·left + (1 − λ)·right, to rounding.
+    """
+    lam = weight(t, left, right)
+    if lam is None or not (shape(a) == left.shape == right.shape):
+        return None
+    expect = lam * left.c + (1 - lam) * right.c
+    scale = 1.0 + np.abs(expect).max(initial=0.0)
+    if np.abs(np.asarray(a.c, float) - expect).max(initial=0.0) > AFFINE_TOLERANCE * scale:
+        return None
+    c0 = lam * left.c0 + (1 - lam) * right.c0
+    if abs(float(a.c0) - c0) > AFFINE_TOLERANCE * (1.0 + abs(c0)):
+        return None
+    return lam
+
+
+def leaf_bounds(a: Arrays, t: float, left: Anchor, right: Anchor) -> dict[tuple, float]:
+    """Proven bounds at t of the exact split's leaves and subtrees, carried from the two anchors' splits.
+
+    A leaf of the split is the model with a few choices fixed, the same
+    plans at every point of the line; its optimum V_L is the least of
+    affine functions of t, so concave, as V is. For x* the leaf's optimum
+    at t (a plan within the budget B there), its cost f(t) = c(t)·x* is
+    affine, and at each anchor f(t_i) ≥ min(L_i, B_i): x* is within the
+    budget there, so it costs at least the leaf's bound L_i, or it is not
+    and costs more than B_i. So
+
+        V_L(t) = f(t) ≥ λ·min(L_left, B_left) + (1 − λ)·min(L_right, B_right).
+
+    A subtree's bound holds for each leaf in it
+    (:func:`optimizer.solve.split.carried_bound`). Only keys both anchors
+    proved are carried; nothing when ``a`` is not on their line
+    (:func:`on_line`).
+    """
+    lam = on_line(a, t, left, right)
+    if lam is None or left.leaf_bounds is None or right.leaf_bounds is None:
+        return {}
+    from ..solve.split import carried_bound
+
+    def clip(b: float, budget: float | None) -> float:
+        return b if budget is None else min(b, budget)
+
+    out = {}
+    for key in set(left.leaf_bounds) | set(right.leaf_bounds):
+        lb, rb = carried_bound(key, left.leaf_bounds), carried_bound(key, right.leaf_bounds)
+        if lb > -np.inf and rb > -np.inf:  # an infinite bound (no plan in the leaf) stays one, or the budget
+            out[key] = lam * clip(lb, left.budget) + (1 - lam) * clip(rb, right.budget)
+    return out
+
+
 def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver: str = "") -> SolveResult | None:
     """The plan at t proven from its two solved neighbours, or None (then the point is solved).
 
@@ -134,17 +205,10 @@ def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver:
     ``a``, the budget included. The cheaper plan is kept, with the bound
     λ·L_left + (1 − λ)·L_right; None unless their gap is within ``gap``.
     """
-    lam = weight(t, left, right)
-    if lam is None or not (shape(a) == left.shape == right.shape):
+    lam = on_line(a, t, left, right)
+    if lam is None:
         return None
     c = np.asarray(a.c, float)
-    expect = lam * left.c + (1 - lam) * right.c
-    scale = 1.0 + np.abs(expect).max(initial=0.0)
-    if np.abs(c - expect).max(initial=0.0) > AFFINE_TOLERANCE * scale:
-        return None
-    c0 = lam * left.c0 + (1 - lam) * right.c0
-    if abs(float(a.c0) - c0) > AFFINE_TOLERANCE * (1.0 + abs(c0)):
-        return None
     bound = lam * left.bound + (1 - lam) * right.bound
     feasible = [(float(c @ o.x + a.c0), o) for o in (left, right) if not violations(a, o.x)]
     if not feasible:

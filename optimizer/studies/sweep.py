@@ -24,6 +24,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -172,7 +173,9 @@ def solve_task(task: dict) -> dict:
     (:func:`optimizer.studies.parametric.settle`) and solved only if it
     cannot be (``settled`` says which); a task solved with anchors starts
     its search from the cheaper of their plans where that is a plan of its
-    own model (:func:`optimizer.solve.driver.known_plan`).
+    own model (:func:`optimizer.solve.driver.known_plan`), and with both
+    anchors the bounds their splits proved, carried to its own
+    (:func:`optimizer.studies.parametric.leaf_bounds`).
     """
     from ..pipeline import run
     from .whatif import build, summary
@@ -186,8 +189,15 @@ def solve_task(task: dict) -> dict:
         if out is not None:
             return out
     known = [np.asarray(task[side]["x"], float) for side in ("left", "right") if task.get(side) is not None]
+    known += [np.asarray(x, float) for x in task.get("known", ())]
+    carried = None
+    if task.get("left") is not None and task.get("right") is not None and task.get("t") is not None:
+        from .parametric import Anchor, leaf_bounds
+
+        left, right = Anchor(**task["left"]), Anchor(**task["right"])
+        carried = partial(leaf_bounds, t=task["t"], left=left, right=right)
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
-               threads=task["threads"], known=known)
+               threads=task["threads"], known=known, leaf_bounds=carried)
     out = {"index": task["index"], **summary(plan)}
     if task.get("t") is not None:
         from .parametric import anchor
@@ -292,12 +302,13 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
 
     A line is the points that differ only in the last dimension (the whole
     grid for one dimension); its value there is t. Each line's two ends are
-    solved first; then, for each stretch between two solved points, either
+    solved first, the far one handed the first one's plan; then, for each
+    stretch between two solved points, either
     every point inside is predicted settled by the two
     (:func:`~optimizer.studies.parametric.predict`) and is sent to be
     settled (each checked on its own model, solved if that fails), or its
-    midpoint is solved, starting from the cheaper of the two plans (a first
-    incumbent: what costs more is cut off). When a line's two ends differ in
+    midpoint is solved, starting from the cheapest plan solved on the line
+    (a first incumbent: what costs more is cut off). When a line's two ends differ in
     anything but the objective, the rest of the line is solved at once.
     Lines along a non-numeric dimension are solved point by point. The
     order of the work, and how idle workers are kept busy:
@@ -342,16 +353,20 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
     anchors: dict[int, Anchor | None] = {}
     flying: dict[int, object] = {}
 
+    line_of = {k: line for line in lines for k in line}
+
     def submit(k: int, left=None, right=None, settle: bool = False) -> None:
         task = {**by_index[k], "t": tvalue[k]}
         if left is not None or right is not None:
             task.update(left=None if left is None else left.as_dict(),
                         right=None if right is None else right.as_dict(), settle=settle)
+        if not settle:  # every plan solved on the line is a plan here too (the model is the same along it)
+            task["known"] = [a.x for m in line_of[k] if (a := anchors.get(m)) is not None
+                             and a is not left and a is not right]
         flying[k] = pool.submit(solve_task, task)
 
-    for line in lines:
-        for k in dict.fromkeys((line[0], line[-1])):
-            submit(k)
+    for line in lines:  # each line's first end; its other end once the first's plan can be handed to it
+        submit(line[0])
     while flying:
         finished = [k for k, f in flying.items() if f.done()]
         if not finished:
@@ -372,6 +387,8 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
 def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list[tuple]:
     """What to submit now: (index, left anchor, right anchor, settle) per task.
 
+    A line's far end comes first, once its first end is solved (the line's
+    other plans are handed to every solve: the model is the same along it).
     Per line, the points solved or being solved cut it into stretches. A
     stretch between two solved points whose every point inside is predicted
     settled gives a settle task per point (always). Any other stretch with
@@ -383,6 +400,12 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
     from .parametric import predict
 
     required, probes = [], []
+    # a line's far end, once its first end is solved (solved from nothing, the slow end of q3's sweep took
+    # 76 s; handed the other end's plan, 36 s): before any stretch, then again for the stretches
+    far = [(line[-1],) for line in lines if line[0] in anchors and line[-1] not in anchors
+           and line[-1] not in flying and line[-1] not in results]
+    if far and free > 0:
+        return far[:free]
     for line in lines:
         ends = (line[0], line[-1])
         if all(e in anchors for e in ends) and (anchors[ends[0]] is None or anchors[ends[1]] is None
