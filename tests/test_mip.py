@@ -65,7 +65,8 @@ def test_highs_returns_its_own_optimum_when_presolve_solves_a_started_model():
     assert started.objective == pytest.approx(fresh.objective, rel=1e-9)
 
 
-def test_highs_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff():
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_a_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff(solver):
     # min x + y over integers with 2x + 3y >= 13: the LP gives y = 13/3 (4.33); the integer optimum is 5
     # (x = 2, y = 3, or y = 5). A cutoff of 4.9 (a plan of that cost held elsewhere) leaves nothing cheaper
     # here: the result proves exactly the cutoff and is not "infeasible" (the model is not). A cutoff of
@@ -78,10 +79,16 @@ def test_highs_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff():
     m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
                       pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
     m.add_objective(terms(x, [], 1.0))
-    assert solve(m, solver="highs").objective == pytest.approx(5.0)
-    cut = solve(m, solver="highs", cutoff=4.9)
+    assert solve(m, solver=solver).objective == pytest.approx(5.0)
+    cut = solve(m, solver=solver, cutoff=4.9)
     assert cut.status not in (Status.OPTIMAL, Status.INFEASIBLE)
     assert cut.bound == pytest.approx(4.9)
     assert not cut.status.has_plan or cut.objective >= 4.9
-    kept = solve(m, solver="highs", cutoff=5.5)
+    kept = solve(m, solver=solver, cutoff=5.5)
     assert kept.status == Status.OPTIMAL and kept.objective == pytest.approx(5.0)
+    # with a constant of 100 in the objective (CBC never sees it): the same, 100 higher
+    m.add_objective(terms(x, [], 0.0), constant=100.0)
+    cut = solve(m, solver=solver, cutoff=104.9)
+    assert cut.status not in (Status.OPTIMAL, Status.INFEASIBLE) and cut.bound == pytest.approx(104.9)
+    kept = solve(m, solver=solver, cutoff=105.5)
+    assert kept.status == Status.OPTIMAL and kept.objective == pytest.approx(105.0)

@@ -98,8 +98,10 @@ def solve(
         Stop at the first plan that costs at most this (back ends that can:
         HiGHS); the caller holds the proof that nothing is cheaper.
     cutoff
-        Stop once the bound proves nothing costs less than this (back ends
-        that can: HiGHS; the others solve on); the caller holds such a plan.
+        Prune whatever cannot cost less than this (back ends that can:
+        HiGHS, CBC; SCIP and CP-SAT solve on); the caller holds such a plan.
+        A search that finds nothing below it ends with status ``error``, the
+        message "cut off" and the cutoff as its bound.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -121,6 +123,8 @@ def solve(
     extra = {}
     if key == "highs":
         extra = {k: v for k, v in (("target", target), ("cutoff", cutoff)) if v is not None}
+    elif key == "cbc" and cutoff is not None:
+        extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)
     result.start_objective = start_obj
     if result.status.has_plan:

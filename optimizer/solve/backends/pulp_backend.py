@@ -205,8 +205,15 @@ def parse_bound(log: str) -> float | None:
 
 
 def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
-               threads: int | None = None, start: np.ndarray | None = None, arrays: Arrays | None = None) -> SolveResult:
-    """Solve with PuLP's bundled CBC; never raises on a solver outcome."""
+               threads: int | None = None, start: np.ndarray | None = None, arrays: Arrays | None = None,
+               cutoff: float | None = None) -> SolveResult:
+    """Solve with PuLP's bundled CBC; never raises on a solver outcome.
+
+    ``cutoff``: the caller holds a plan of this cost; CBC prunes every node
+    that cannot beat it (``-cutoff``, less the constant it never sees). A
+    search that finds nothing below it ends "cut off", with the cutoff as
+    its bound, never "infeasible" (CBC says "Integer infeasible" then).
+    """
     t0 = time.perf_counter()
     a = arrays if arrays is not None else mip.arrays()
     tmp = tempfile.mkdtemp(prefix="gpuopt-cbc-")
@@ -220,6 +227,9 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         if time_limit is not None:
             cmd += ["-sec", f"{float(time_limit):g}"]
         cmd += ["-timeMode", "elapsed", "-ratio", f"{gap:.12g}", "-allow", "0"]
+        cut = cutoff is not None and bool(np.isfinite(cutoff))
+        if cut:
+            cmd += ["-cutoff", f"{float(cutoff) - a.c0:.17g}"]
         if threads:
             cmd += ["-threads", str(int(threads))]
         cmd += ["-solve", "-printingOptions", "all", "-solution", sol]
@@ -257,6 +267,9 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
     # the solution file's first word, as PuLP reads it: Optimal | Infeasible | Integer (infeasible) |
     # Unbounded | Stopped ("Stopped on time - objective value X" carries a plan)
     if first in ("Infeasible", "Integer"):
+        if cut:  # every node at or above the cutoff pruned: nothing here costs less than it
+            return SolveResult(Status.ERROR, "cbc", message=f"cut off: nothing here costs less than {cutoff:,.2f}",
+                               bound=float(cutoff), **common)
         return SolveResult(Status.INFEASIBLE, "cbc", message=result_line or head or "infeasible", **common)
     if first == "Unbounded":
         return SolveResult(Status.ERROR, "cbc", message="unbounded", **common)
@@ -265,8 +278,10 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
     if not has_plan:
         msg = "no plan within the time limit" if first == "Stopped" else (result_line or head or "CBC failed")
         bound = parse_bound(log)
-        return SolveResult(Status.ERROR, "cbc", message=msg, bound=None if bound is None else bound + a.c0,
-                           **common)
+        bound = None if bound is None else bound + a.c0
+        if cut:  # the nodes pruned at the cutoff prove only that much
+            bound = float(cutoff) if bound is None else min(bound, float(cutoff))
+        return SolveResult(Status.ERROR, "cbc", message=msg, bound=bound, **common)
     completed = first == "Optimal"
     bound = parse_bound(log)
     if bound is not None:
