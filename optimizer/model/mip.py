@@ -13,9 +13,7 @@ coordinate form, row bounds, variable bounds, integrality and the objective.
 
 from __future__ import annotations
 
-import dataclasses
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -92,12 +90,12 @@ class Arrays:
     def copy_bounds(self) -> "Arrays":
         """The same program with bound arrays of its own (column and row bounds), to fix or free columns in;
         the matrix, costs and integrality are shared."""
-        return dataclasses.replace(self, col_lo=self.col_lo.copy(), col_hi=self.col_hi.copy(),
+        return replace(self, col_lo=self.col_lo.copy(), col_hi=self.col_hi.copy(),
                                    row_lo=self.row_lo.copy(), row_hi=self.row_hi.copy())
 
     def relaxed(self) -> "Arrays":
         """The same program with every integrality dropped (its LP relaxation); the other arrays are shared."""
-        return dataclasses.replace(self, integer=np.zeros_like(self.integer))
+        return replace(self, integer=np.zeros_like(self.integer))
 
 
 class TrivialInfeasibility(Exception):

@@ -44,13 +44,13 @@ import numpy as np
 
 from ..model.presolve import Model
 from . import decompose
-from .backends import DEFAULT_SOLVER, solve as backend_solve
+from .backends import DEFAULT_SOLVER, solve as backend_solve, solve_relaxation
 from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import polish_periods
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, bound_error, relative_gap
-from .split import configuration_use, exact_split, relaxed, warm
+from .split import configuration_use, exact_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -97,7 +97,7 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
     CP-SAT solves no LP; HiGHS does it for that back end.
     """
-    return relaxed(model.mip, model.mip.arrays(), solver, time_limit)
+    return solve_relaxation(model.mip, model.mip.arrays(), solver, time_limit)
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,

@@ -80,6 +80,25 @@ class SolveResult:
     leaf_bounds: dict | None = field(default=None, repr=False)
 
 
+def cut_off_message(cutoff: float) -> str:
+    """What a search under a cutoff says when it proves nothing here is cheaper than the plan held elsewhere."""
+    return f"cut off: nothing here costs less than {cutoff:,.2f}"
+
+
+def cut_off(solver: str, cutoff: float, **common) -> SolveResult:
+    """The result of a search that pruned every node at or above ``cutoff``: no plan, the cutoff as its bound.
+
+    Never ``infeasible``: the model may well have plans, only none cheaper
+    than the cutoff.
+    """
+    return SolveResult(Status.ERROR, solver, message=cut_off_message(cutoff), bound=float(cutoff), **common)
+
+
+def clip_to_cutoff(bound: float | None, cutoff: float) -> float:
+    """A search's bound under a cutoff: the nodes pruned at the cutoff prove only that much."""
+    return float(cutoff) if bound is None else min(bound, float(cutoff))
+
+
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None:
         return None

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
-from .backends import BACKENDS, solve as backend_solve
+from .backends import solve as backend_solve, solve_relaxation
 from .result import SolveResult, Status, relative_gap
 
 #: a request class limited to one configuration is split into one stable solve per candidate
@@ -40,12 +40,6 @@ MAX_COMMITMENT_SPLIT = 4
 COMMITMENTS = ("units-reserved", "units-owned-new")
 #: how often the split looks at the leaves running on an executor (seconds)
 POLL_SECONDS = 0.02
-
-
-def relaxed(mip, a: Arrays, solver: str, time_limit: float | None = None) -> SolveResult:
-    """The LP of the arrays ``a`` of ``mip`` (integrality dropped; HiGHS solves it for CP-SAT)."""
-    key = "highs" if solver == "cp-sat" else solver
-    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
 
 
 def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
@@ -267,6 +261,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             running.remove(item)
             read(item[0].result(), *item[1:])
 
+    def drain() -> None:
+        """Read back every leaf still running."""
+        while running:
+            collect(wait=True)
+
     def leaf(b, key: tuple, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
         if side_by_side:
             # a free worker; and a leaf with nothing to cut off at goes out alone: searched whole beside
@@ -310,11 +309,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     try:
         node(a, (), None if time_limit is None else t0 + time_limit, options)
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
-        while running:  # what runs on the executor is read back before the caller's stages take over
-            collect(wait=True)
+        drain()  # what runs on the executor is read back before the caller's stages take over
         return None
-    while running:
-        collect(wait=True)
+    drain()
     # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
     while (open_ or running) and not done() and left() is not None and left() >= 1.0:
         if not open_:
@@ -326,8 +323,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             bounds.append(bound)
             continue
         leaf(b, key, max(1.0, left() / (len(open_) + len(running) + 1)), r.x if r.status.has_plan else None, bound)
-    while running:
-        collect(wait=True)
+    drain()
     bounds += [o[0] for o in open_]
     # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
     best, seconds = state["best"], first.solve_seconds + (time.perf_counter() - t0)
@@ -370,7 +366,7 @@ def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str
         c.col_hi[cols] = value
         # HiGHS in this process whatever the back end: an LP bound is a bound whoever computes it, and the
         # back ends in a child process (SCIP, CP-SAT) would start one per option (q3: 69 of them)
-        r = relaxed(mip, c, "highs")
+        r = solve_relaxation(mip, c, "highs")
         if r.status == Status.OPTIMAL:
             out.append((not preferred, r.objective, c, label))
         elif r.status != Status.INFEASIBLE:

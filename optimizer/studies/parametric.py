@@ -50,6 +50,7 @@ import numpy as np
 
 from ..model.mip import Arrays
 from ..solve.feasibility import violations
+from ..solve.split import carried_bound
 from ..solve.result import SolveResult, Status, relative_gap
 
 #: the row block whose coefficients are the objective's (they move with the prices)
@@ -183,8 +184,6 @@ def leaf_bounds(a: Arrays, t: float, left: Anchor, right: Anchor) -> dict[tuple,
     lam = on_line(a, t, left, right)
     if lam is None or left.leaf_bounds is None or right.leaf_bounds is None:
         return {}
-    from ..solve.split import carried_bound
-
     def clip(b: float, budget: float | None) -> float:
         return b if budget is None else min(b, budget)
 

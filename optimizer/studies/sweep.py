@@ -171,9 +171,10 @@ def solve_task(task: dict) -> dict:
     plan is not proven optimal). A task with ``left`` and ``right`` anchors
     (its solved neighbours) and ``settle`` is first settled from them
     (:func:`optimizer.studies.parametric.settle`) and solved only if it
-    cannot be (``settled`` says which); a task solved with anchors starts
-    its search from the cheaper of their plans where that is a plan of its
-    own model (:func:`optimizer.solve.driver.known_plan`), and with both
+    cannot be (``settled`` says which); a task solved with anchors or
+    ``known`` plans (the others solved on its line) starts its search from
+    the cheapest of them that is a plan of its own model
+    (:func:`optimizer.solve.driver.known_plan`), and with both
     anchors the bounds their splits proved, carried to its own
     (:func:`optimizer.studies.parametric.leaf_bounds`).
     """
@@ -344,8 +345,8 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
     submitted as soon as it is known; solves inside stretches only while
     fewer than ``workers`` tasks run. With one worker this is bisection,
     longest stretch first; with more, a worker that would wait solves the
-    midpoint of a stretch whose other end is still being solved, from the
-    nearest solved plans.
+    midpoint of a stretch whose other end is still being solved. Every
+    solve is handed every plan solved on its line so far.
     """
     from .parametric import Anchor
 

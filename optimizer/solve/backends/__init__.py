@@ -180,3 +180,12 @@ def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: 
 
 
 __all__ = ["solve", "start_result", "SolveResult", "Status", "relative_gap", "BACKENDS", "DEFAULT_SOLVER"]
+
+
+def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float | None = None) -> SolveResult:
+    """The LP relaxation of the arrays ``a`` (integrality dropped) with the back end ``solver``.
+
+    CP-SAT solves no LP; HiGHS does it for that back end.
+    """
+    key = "highs" if solver == "cp-sat" else solver
+    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())

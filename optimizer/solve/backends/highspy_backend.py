@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, assess
+from ..result import SolveResult, Status, assess, clip_to_cutoff, cut_off, cut_off_message
 
 
 _quiet_lock = threading.Lock()
@@ -158,8 +158,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                   root_bound=root["bound"])
     if status == S.kInfeasible:
         if cut:  # nodes at or above the cutoff were pruned: nothing here costs less than it
-            return SolveResult(Status.ERROR, "highs", message=f"cut off: nothing here costs less than {cutoff:,.2f}",
-                               bound=float(cutoff), **common)
+            return cut_off("highs", cutoff, **common)
         return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
     if status == S.kModelEmpty:  # no variables (nothing to buy): the plan is empty, its cost the constant
         return SolveResult(Status.OPTIMAL, "highs", objective=float(a.c0), bound=float(a.c0), gap=0.0,
@@ -168,13 +167,12 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     dual = float(info.mip_dual_bound) if mip_model else None
     bound = dual if dual is not None and np.isfinite(dual) else None
     if cut:
-        # the nodes pruned at the cutoff prove only that much: the bound is at most the cutoff
-        bound = float(cutoff) if bound is None else min(bound, float(cutoff))
+        bound = clip_to_cutoff(bound, cutoff)
     if not has_plan:
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
         if cutoff is not None and bound is not None and bound >= cutoff:
-            msg = f"cut off: nothing here costs less than {cutoff:,.2f}"
+            msg = cut_off_message(cutoff)
         return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
     col_value = np.asarray(h.getSolution().col_value, dtype=float)
     reported = float(info.objective_function_value)

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ...model.mip import MIP, Arrays
-from ..result import SolveResult, Status, assess
+from ..result import SolveResult, Status, assess, clip_to_cutoff, cut_off
 
 _RESULT = re.compile(r"^Result - (.*)$", re.M)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
@@ -267,9 +267,8 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
     # the solution file's first word, as PuLP reads it: Optimal | Infeasible | Integer (infeasible) |
     # Unbounded | Stopped ("Stopped on time - objective value X" carries a plan)
     if first in ("Infeasible", "Integer"):
-        if cut:  # every node at or above the cutoff pruned: nothing here costs less than it
-            return SolveResult(Status.ERROR, "cbc", message=f"cut off: nothing here costs less than {cutoff:,.2f}",
-                               bound=float(cutoff), **common)
+        if cut:  # CBC says "Integer infeasible" when every node at or above the cutoff was pruned
+            return cut_off("cbc", cutoff, **common)
         return SolveResult(Status.INFEASIBLE, "cbc", message=result_line or head or "infeasible", **common)
     if first == "Unbounded":
         return SolveResult(Status.ERROR, "cbc", message="unbounded", **common)
@@ -279,8 +278,8 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         msg = "no plan within the time limit" if first == "Stopped" else (result_line or head or "CBC failed")
         bound = parse_bound(log)
         bound = None if bound is None else bound + a.c0
-        if cut:  # the nodes pruned at the cutoff prove only that much
-            bound = float(cutoff) if bound is None else min(bound, float(cutoff))
+        if cut:
+            bound = clip_to_cutoff(bound, cutoff)
         return SolveResult(Status.ERROR, "cbc", message=msg, bound=bound, **common)
     completed = first == "Optimal"
     bound = parse_bound(log)
