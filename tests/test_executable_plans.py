@@ -463,3 +463,4 @@ def test_a_notebook_hands_an_earlier_plan_to_solve(tmp_path):
     assert other.objective == pytest.approx(1_100)
     alone = api.solve(path, known=[other, other.result.x])
     assert alone.objective == pytest.approx(1_000) and "known plan" not in alone.result.message
+    assert first.audit == other.audit == alone.audit == []

@@ -258,13 +258,24 @@ def test_a_sweep_prunes_leaves_with_bounds_carried_from_its_solved_neighbours(tm
         return out
 
     monkeypatch.setattr(parametric, "leaf_bounds", spy)
+    import optimizer.pipeline as pipeline
+
+    real_run, audited = pipeline.run, []
+
+    def audited_run(*args, **kw):  # every plan the sweep solves passes the audit
+        plan = real_run(*args, **kw)
+        assert_audited(plan)
+        audited.append(plan.objective)
+        return plan
+
+    monkeypatch.setattr(pipeline, "run", audited_run)
     path = write_problem(tmp_path, reserved_flip_at(5.0))
     vary = "offerings[h100-1y].price_per_hour=4:7:13"
     sw = api.sweep(path, vary=vary, solver="highs")
     prices = [4 + 0.25 * i for i in range(13)]
     assert [p["objective"] for p in sw.points] == pytest.approx([min(1_100, 200 * p) for p in prices])
     assert all(p["status"] == "optimal" for p in sw.points)
-    assert carried and any(carried)  # some solved point was between two split-proven ones
+    assert audited and carried and any(carried)  # some solved point was between two split-proven ones
     assert any("by bounds carried from solved neighbours" in p["message"] for p in sw.points)
     # such a point splits on the class its neighbours split on, without the model without limits
     assert any(p["message"].endswith("split as its solved neighbours were, without the model without limits")
