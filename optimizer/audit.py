@@ -130,6 +130,7 @@ def audit(plan) -> list[str]:
     v += _training(plan, d)
     held = _held_units(plan, d, v)
     v += _capacity(plan, d, held)
+    v += _timetable(plan, d, held)
     v += _stability(plan, d)
     v += _costs(plan, d, held)
     return v
@@ -320,6 +321,52 @@ def _capacity(plan, d: _Data, held: dict) -> list[str]:
         run = held.get((r.offering, r.period), 0.0)
         if _over(run + r.billed_units, d.quota(r.offering)):
             v.append(f"quota {r.offering}/{r.period}: {run:g} running + cluster {r.billed_units} > max_units")
+    return v
+
+
+def _timetable(plan, d: _Data, held: dict) -> list[str]:
+    """The training timetable is one a team can follow, instant by instant.
+
+    Every cluster's stretches add up to its hours in the period and lie
+    inside the period; a job runs one stretch at a time; a lane serves one
+    cluster at a time; and at the start of every stretch (the only instants
+    at which the load can rise) the clusters running on a pool fit in it:
+    shared clusters' GPUs beside the period's inference within the GPUs
+    held, hourly clusters' units beside the units running within the quota.
+    """
+    v = []
+    if getattr(plan, "timetable_error", None):
+        return [f"timetable: none can be built ({plan.timetable_error})"]
+    tr, tt = plan.training, plan.timetable
+    got = tt.groupby(["job", "period", "offering", "mode"])["hours"].sum() if len(tt) else pd.Series(dtype=float)
+    for r in tr.itertuples():
+        laid = float(got.get((r.job, r.period, r.offering, r.mode), 0.0))
+        if not _close(laid, float(r.hours), abs_=1e-4):
+            v.append(f"timetable {r.job}/{r.period}/{r.offering} ({r.mode}): {laid:g} h laid out, {r.hours:g} h planned")
+    tol = 1e-5
+    for s in tt.itertuples():
+        h = float(d.P.at[s.period, "hours"])
+        if s.start_hour < -tol or s.end_hour > h + tol or s.end_hour < s.start_hour - tol:
+            v.append(f"timetable {s.job}/{s.period}: stretch {s.start_hour:g}-{s.end_hour:g} h outside 0-{h:g} h")
+    for keys, what in ((["job", "period"], "runs twice at once"),
+                       (["offering", "period", "mode", "lane"], "lane serves two clusters at once")):
+        for k, g in tt.groupby(keys):
+            g = g.sort_values("start_hour")
+            if (g["start_hour"].to_numpy()[1:] < g["end_hour"].to_numpy()[:-1] - tol).any():
+                v.append(f"timetable {'/'.join(map(str, k))}: {what}")
+    inf = plan.inference.groupby(["offering", "period"])["gpus"].sum()
+    for (o, p), g in tt.groupby(["offering", "period"]):
+        for t0 in g["start_hour"]:
+            on = g[(g["start_hour"] <= t0 + tol) & (g["end_hour"] > t0 + tol)]
+            shared = float(on.loc[on["mode"] == "shared", "gpus"].sum())
+            hourly = float(on.loc[on["mode"] == "hourly", "billed_units"].sum())
+            units = held.get((o, p), 0.0)
+            if shared and _over(shared + float(inf.get((o, p), 0.0)), units * d.unit_gpus(o)):
+                v.append(f"timetable {o}/{p} at {t0:g} h: {shared:g} training GPUs + {inf.get((o, p), 0.0):g} "
+                         f"inference GPUs > {units * d.unit_gpus(o):g} held")
+            running = units if d.O.at[o, "pricing"] in PAY_PER_HOUR else 0.0
+            if hourly and _over(running + hourly, d.quota(o)):
+                v.append(f"timetable {o}/{p} at {t0:g} h: {running:g} units running + {hourly:g} hourly > max_units")
     return v
 
 

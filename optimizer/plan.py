@@ -23,6 +23,7 @@ from .model.mip import MIP
 from .schema import PAY_PER_HOUR
 from .model.presolve import Model
 from .solve.result import SolveResult, Status
+from .timetable import COLUMNS as TIMETABLE_COLUMNS, NoTimetable, timetable
 
 IDLE = "(idle)"
 #: Values below this are solver noise, not a plan decision.
@@ -48,6 +49,10 @@ class Plan:
         Cluster hours per job, offering, period and mode (``shared``: inside
         units held for the period; ``hourly``: rented by the hour); one row
         per job with its configuration.
+    timetable
+        When each cluster runs inside its periods: one row per stretch it
+        runs without a pause, in a lane of its pool, with start and end in
+        hours from the period's start (:mod:`optimizer.timetable`).
     starts
         Replicas started per service, configuration, offering and period
         (services with a ``replica_start_cost``).
@@ -65,6 +70,9 @@ class Plan:
     routing: pd.DataFrame = field(default_factory=pd.DataFrame)
     training: pd.DataFrame = field(default_factory=pd.DataFrame)
     training_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timetable: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: why no timetable could be built for the training hours (a bug; the audit reports it), or None
+    timetable_error: str | None = None
     starts: pd.DataFrame = field(default_factory=pd.DataFrame)
     usage: pd.DataFrame = field(default_factory=pd.DataFrame)
     ledger: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -107,7 +115,8 @@ class Plan:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The plan's tables by name (what ``gpuopt solve --format csv`` writes, one file each)."""
         return {"commitments": self.commitments, "inference": self.inference, "routing": self.routing,
-                "training": self.training, "training_summary": self.training_summary, "starts": self.starts,
+                "training": self.training, "training_summary": self.training_summary, "timetable": self.timetable,
+                "starts": self.starts,
                 "usage": self.usage, "ledger": self.ledger, "by_pricing": self.by_pricing() if self.status.has_plan
                 else pd.DataFrame(), "by_workload": self.by_workload() if self.status.has_plan else pd.DataFrame()}
 
@@ -191,6 +200,12 @@ def extract(model: Model, result: SolveResult) -> Plan:
                      deadline_month=sel["job"].map({j.name: j.deadline_month for j in problem.jobs}))
     plan.training_summary = sel[["job", "config", "gpu", "gpus", "precision", "gpu_hours", "progress",
                                  "last_month", "deadline_month"]].reset_index(drop=True)
+    lanes = _values(mip, vt, "training-lanes", x)
+    lanes = lanes.assign(lanes=np.rint(lanes["value"]).astype(int))
+    try:
+        plan.timetable = timetable(plan.training, lanes[lanes["lanes"] > 0], P["hours"])
+    except NoTimetable as e:  # the model's lane rows forbid it: the audit reports it as a violation
+        plan.timetable, plan.timetable_error = pd.DataFrame(columns=TIMETABLE_COLUMNS), str(e)
 
     st = _values(mip, vt, "replica-starts", x) if len(vt["replica-starts"]) else vt["replica-starts"].assign(value=0.0)
     st = st[st["value"] > EPS]

@@ -499,7 +499,11 @@ def add_capacity(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -> None
     keys = ["offering", "period"]
     x, held = inf["replicas"], units["held"]
     t, w = tr["hours"], tr["run"]
-    t_sh, w_sh = t[t["mode"] == SHARED], w[w["mode"] == SHARED]
+    t_sh = t[t["mode"] == SHARED]
+    # a placement that shares its pool with another job's fits through its lane (add_training_lanes)
+    wk = ["job", "config", "offering", "period", "mode"]
+    alone = w.merge(t.loc[~pooled_placements(t), wk], on=wk)
+    w_sh = alone[alone["mode"] == SHARED]
     I = lin(x, x["gpus"], keys)
     H = lin(held, held["G"], keys)
     owned_gpus = rhs_table(held[held["existing"] > 0], keys, held.loc[held["existing"] > 0, "G"]
@@ -516,7 +520,7 @@ def add_capacity(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -> None
 
     y = units["running"]
     capped = y[y["max_units"].notna()]
-    t_hr, w_hr = t[t["mode"] == HOURLY], w[w["mode"] == HOURLY]
+    t_hr, w_hr = t[t["mode"] == HOURLY], alone[alone["mode"] == HOURLY]
     t_hr = t_hr[t_hr["offering"].isin(set(capped["offering"])) | t_hr["max_units"].notna()]
     quota = pd.concat([capped[keys + ["max_units"]],
                        t_hr[keys + ["max_units"]]]).drop_duplicates(keys)
@@ -527,6 +531,104 @@ def add_capacity(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -> None
         wy = w_hr[fkeys].merge(y[keys + ["var"]], on=keys)
         m.add("training-fit-quota", lin(w_hr, w_hr["units"], fkeys) + lin(wy, 1.0, fkeys)
               <= rhs_table(w_hr, fkeys, w_hr["max_units"]))
+
+
+def pooled_placements(t: pd.DataFrame) -> np.ndarray:
+    """Per training placement: does it share a pool with another job's (lanes, :func:`add_training_lanes`)?
+
+    A pool is an offering's units held in a period (``shared``) or its
+    quota in a period (``hourly`` on an offering with ``max_units``).
+    """
+    keys = ["offering", "period", "mode"]
+    in_pool = ((t["mode"] == SHARED) | t["max_units"].notna()).to_numpy()
+    jobs = t[in_pool].groupby(keys)["job"].transform("nunique")
+    out = np.zeros(len(t), dtype=bool)
+    out[np.flatnonzero(in_pool)[jobs.to_numpy() >= 2]] = True
+    return out
+
+
+def add_training_lanes(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -> dict[str, pd.DataFrame]:
+    """Clusters of different jobs that share a pool in a period get a timetable: lanes.
+
+    ``capacity`` counts shared clusters by GPU-hours, and ``training-fit``
+    fits each cluster alone beside the period's inference. Neither stops two
+    16-GPU clusters from running 112 hours between them in a 108-hour period
+    on 18 free GPUs, which no team can do: side by side they need 32 GPUs,
+    one after the other 112 hours. So where clusters of two or more jobs can
+    run in one pool, a pool being the units held on an offering in a period
+    (``shared``) or an offering's quota in a period (``hourly`` on an
+    offering with ``max_units``), its free capacity is divided into **lanes**
+    for the period: ``training-lanes`` λ_{o,p,mode,n} lanes n wide (n a
+    cluster size of the pool, in GPUs for ``shared`` and in billed units for
+    ``hourly``). A lane runs one cluster at a time, of any size up to its
+    width. With S_n the sizes of the pool and t_a the hours of cluster a:
+
+    - ``training-lanes-hours``: for every size s of the pool, the clusters of
+      size at least s fit in the time of the lanes at least that wide,
+      Σ_{a: n_a ≥ s} t_a ≤ h_p·Σ_{n ≥ s} λ_n (Hall's condition for nested
+      choices: the clusters' hours can then be poured into lanes, widest
+      first);
+    - ``training-lanes-fit``: the lanes fit beside what else holds the pool,
+      Σ_n n·λ_n + inference GPUs ≤ G·H (``shared``); ``training-lanes-quota``:
+      units running + Σ_n n·λ_n ≤ max_units (``hourly``);
+    - ``training-lanes-run``: a cluster that runs holds a lane at least its
+      width, w_a ≤ Σ_{n ≥ n_a} λ_n. With the fit rows this implies
+      ``training-fit`` (n_a·w_a ≤ Σ_n n·λ_n), even in the LP, so the pooled
+      placements have no ``training-fit`` row of their own.
+
+    A plan that meets these rows has a timetable: each lane is a machine,
+    each job runs at most h_p hours in the period over all its placements
+    (``training-period-hours``), so a preemptive open-shop schedule exists
+    (Gonzalez and Sahni 1976) and :mod:`optimizer.plan` builds it. A cluster
+    may be paused and resumed inside the period (it checkpoints). What the
+    lanes do not allow is re-cutting a pool within a period (two 16-GPU
+    clusters side by side in the hours a 32-GPU cluster left free): a
+    restriction, so every plan stays executable.
+    """
+    t = tr["hours"]
+    keys = ["offering", "period", "mode"]
+    pooled = t[pooled_placements(t)]
+    pooled = pooled.assign(size=np.where(pooled["mode"] == SHARED, pooled["gpus"], pooled["units"]).astype(int))
+    empty = pd.DataFrame(columns=keys + ["size", "var"])
+    if not len(pooled):
+        return {"lanes": empty}
+    # a lane n wide is worth having only for a cluster that size or smaller, at most one per job
+    lanes = pooled[keys + ["size"]].drop_duplicates().merge(
+        pooled[keys + ["size", "job"]].rename(columns={"size": "cluster"}), on=keys)
+    lanes = lanes[lanes["cluster"] <= lanes["size"]].groupby(keys + ["size"], as_index=False)["job"].nunique()
+    lam = m.add_variables("training-lanes", lanes[keys + ["size"]], upper=lanes["job"].to_numpy(float),
+                          integer=True).merge(lanes[keys + ["size"]], on=keys + ["size"])
+    lam = lam.merge(d.periods[["period", "hours"]], on="period")
+    # for every size s of the pool: the clusters at least s wide against the lanes at least s wide
+    s = lanes[keys + ["size"]].rename(columns={"size": "s"})
+    need = pooled.merge(s, on=keys)
+    need = need[need["size"] >= need["s"]]
+    room = lam.merge(s, on=keys)
+    room = room[room["size"] >= room["s"]]
+    m.add("training-lanes-hours", lin(need, 1.0, keys + ["s"]) - lin(room, room["hours"], keys + ["s"]) <= 0.0)
+    # a cluster that runs holds a lane at least its width (so it fits, as training-fit says elsewhere)
+    wk = ["job", "config", "offering", "period", "mode"]
+    w = tr["run"].merge(pooled[wk + ["size"]], on=wk)
+    hold = w[wk + ["size"]].merge(lam[keys + ["size", "var"]].rename(columns={"size": "width"}), on=keys)
+    hold = hold[hold["width"] >= hold["size"]]
+    m.add("training-lanes-run", lin(w, 1.0, wk) - lin(hold, 1.0, wk) <= 0.0)
+
+    pk = ["offering", "period"]
+    sh, hr = lam[lam["mode"] == SHARED], lam[lam["mode"] != SHARED]
+    if len(sh):
+        x, held = inf["replicas"], units["held"]
+        pools = sh[pk].drop_duplicates()
+        xi = x.merge(pools, on=pk)
+        hh = held.merge(pools, on=pk)
+        owned = hh[hh["existing"] > 0]
+        m.add("training-lanes-fit", lin(sh, sh["size"], pk) + lin(xi, xi["gpus"], pk) - lin(hh, hh["G"], pk)
+              <= rhs_table(owned, pk, owned["G"] * owned["existing"]))
+    if len(hr):
+        y = units["running"].merge(hr[pk].drop_duplicates(), on=pk)
+        cap = hr[pk].drop_duplicates().merge(d.offerings[["offering", "max_units"]], on="offering")
+        m.add("training-lanes-quota", lin(hr, hr["size"], pk) + lin(y, 1.0, pk)
+              <= rhs_table(cap, pk, cap["max_units"]))
+    return {"lanes": lam}
 
 
 def after_horizon_months(start_month, term_months, end_month: float) -> np.ndarray:
@@ -668,10 +770,12 @@ def build_model(problem: Problem, cands: Candidates) -> tuple[MIP, ModelData, di
     tr = add_training(m, d)
     units = add_units(m, d)
     add_capacity(m, d, inf, tr, units)
+    tr.update(add_training_lanes(m, d, inf, tr, units))
     obj = add_costs(m, d, inf, tr, units, stab)
     add_budget(m, obj, problem.budget)
     return m, d, {"inference-replicas": inf["replicas"], "inference-routing": inf["routing"],
                   "config-used": stab["used"], "replica-starts": stab["starts"],
                   "training-select": tr["select"], "training-run": tr["run"], "training-hours": tr["hours"],
+                  "training-lanes": tr["lanes"],
                   "units-running": units["running"], "units-reserved": units["reserved"],
                   "units-owned-new": units["owned"], "units-held": units["held"]}

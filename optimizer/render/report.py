@@ -72,6 +72,7 @@ def plan_dict(plan: Plan) -> dict:
         "routing": records(plan.routing) if has else [],
         "training": records(plan.training) if has else [],
         "training_summary": records(plan.training_summary) if has else [],
+        "timetable": records(plan.timetable) if has else [],
         "starts": records(plan.starts) if has else [],
         "usage": records(plan.usage) if has else [],
         "after_horizon": plan.after_horizon() if has else None,
@@ -284,6 +285,14 @@ def to_table(plan: Plan, wide: bool = False) -> str:
     lines += ["", "Training schedule (cluster hours per period)"]
     lines.append(_table(plan.training[["job", "period", "offering", "mode", "config", "gpus", "hours", "progress"]]
                         if len(plan.training) else plan.training, "{:,.1f}"))
+    if len(plan.timetable):
+        lines += ["", "Training timetable (hours from the period's start; a lane is a share of the pool for "
+                  "the period)"]
+        tt = plan.timetable.assign(lane=[f"{n} ({w} {'GPUs' if m == 'shared' else 'units'})" for n, w, m in
+                                         zip(plan.timetable["lane"], plan.timetable["lane_size"],
+                                             plan.timetable["mode"])])
+        lines.append(_table(tt[["period", "offering", "lane", "job", "start_hour", "end_hour"]].rename(
+            columns={"start_hour": "from", "end_hour": "to"}), "{:,.1f}"))
     if len(plan.training_summary):
         lines += ["", "Training jobs"]
         ts = plan.training_summary
@@ -300,7 +309,8 @@ def to_table(plan: Plan, wide: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-CSV_TABLES = ("commitments", "inference", "routing", "training", "training_summary", "starts", "usage", "ledger",
+CSV_TABLES = ("commitments", "inference", "routing", "training", "training_summary", "timetable", "starts", "usage",
+              "ledger",
               "by_pricing", "by_workload", "summary")
 
 
@@ -321,8 +331,8 @@ def write_csv(plan: Plan, out_dir: str | Path, force: bool = False) -> list[Path
                                                   "catalog_version")}])
     frames = {
         "commitments": plan.commitments, "inference": plan.inference, "routing": plan.routing,
-        "training": plan.training, "training_summary": plan.training_summary, "starts": plan.starts,
-        "usage": plan.usage,
+        "training": plan.training, "training_summary": plan.training_summary, "timetable": plan.timetable,
+        "starts": plan.starts, "usage": plan.usage,
         "ledger": plan.ledger, "summary": summary,
         "by_pricing": plan.by_pricing() if plan.status.has_plan else pd.DataFrame(),
         "by_workload": plan.by_workload() if plan.status.has_plan else pd.DataFrame(),

@@ -22,7 +22,7 @@ The rounds, in order (``ROUNDS``):
     replicas and units free, training fixed: where each service runs
     around the training clusters as placed.
 ``training``
-    training configurations, clusters and units free, replicas fixed:
+    training configurations, clusters, their lanes and units free, replicas fixed:
     where each job runs around the inference as placed.
 
 Rounds repeat while a cycle improves the plan by at least
@@ -47,7 +47,7 @@ UNIT_FAMILIES = ("units-running", "units-reserved", "units-owned-new")
 ROUNDS = {
     "units": (),
     "inference": ("inference-replicas",),
-    "training": ("training-select", "training-run"),
+    "training": ("training-select", "training-run", "training-lanes"),
 }
 #: a cycle of rounds that improves the plan by less than this share ends the polish
 MIN_IMPROVEMENT = 1e-3

@@ -1,0 +1,161 @@
+"""Stage 5: when each training cluster runs inside its periods, as a timetable a team can follow.
+
+The model plans training in hours per period: cluster a of job j runs t_a
+hours on offering o in period p. That is executable only if the hours can be
+laid out in time: a job runs one cluster at a time, and the clusters that
+run at once on a pool fit in it. The model guarantees it with lanes
+(docs/formulation.md, "Training lanes"); this module builds the timetable
+from a plan, and :mod:`optimizer.audit` checks the timetable, instant by
+instant, with nothing of this module's.
+
+Per period, in two steps:
+
+1. **Lanes as machines.** Where the model divided a pool into lanes
+   (``training-lanes``), the pool's clusters are poured into its lanes,
+   largest cluster first into the widest lane, each lane holding at most
+   the period's hours: whole into the fullest lane that takes it, else
+   spread over several (it then runs in one after the other). Taking the
+   clusters largest first, the model's ``training-lanes-hours`` rows are
+   exactly what makes this succeed: the clusters at least s wide never need
+   more time than the lanes at least s wide have.
+   Elsewhere each cluster is a machine of its own.
+2. **An open-shop schedule.** Jobs against machines, with hours p_{j,m}
+   where every job's row and every machine's column sums to at most h
+   (the period's hours), has a preemptive schedule of length h (Gonzalez
+   and Sahni 1976). It is found by Birkhoff's decomposition: the matrix,
+   padded with idle time to a square one whose rows and columns all sum to
+   h, is a sum of permutation matrices; each perfect matching on its
+   positive entries is a slice of time in which every job runs on at most
+   one machine and every machine serves at most one job.
+
+A cluster may therefore pause and resume inside a period; it checkpoints
+anyway (docs/formulation.md, spot waste), and a pause costs a restart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linear_sum_assignment
+
+#: hours below this are round-off of the solver, not time in the timetable
+TOLERANCE = 1e-6
+
+COLUMNS = ["job", "period", "offering", "mode", "lane", "lane_size", "gpus", "billed_units", "start_hour",
+           "end_hour", "hours"]
+
+
+class NoTimetable(Exception):
+    """The plan's training hours cannot be laid out in its lanes: a bug, since the model's rows forbid it."""
+
+
+def timetable(training: pd.DataFrame, lanes: pd.DataFrame, period_hours: pd.Series) -> pd.DataFrame:
+    """The timetable of a plan's training (COLUMNS; one row per stretch a cluster runs without a pause).
+
+    Parameters
+    ----------
+    training
+        The plan's ``training`` table: job, period, offering, mode, gpus,
+        billed_units, hours.
+    lanes
+        Lanes per pool: offering, period, mode, size (GPUs for ``shared``,
+        billed units for ``hourly``), lanes (how many, an integer).
+    period_hours
+        Hours of each period, by period name.
+
+    ``lane`` numbers the lanes of a pool from 1, widest first; a cluster
+    alone in its pool runs in lane 1 of its own size. ``start_hour`` and
+    ``end_hour`` count hours from the start of the period.
+    """
+    rows = []
+    for period, tr in training.groupby("period", sort=False):
+        h = float(period_hours[period])
+        machines, load = _machines(tr, lanes[lanes["period"] == period], h)
+        for job_i, mach_i, start, end in _open_shop(load, h):
+            job = load.index[job_i]
+            m = machines[mach_i]
+            a = tr[(tr["job"] == job) & (tr["offering"] == m["offering"]) & (tr["mode"] == m["mode"])].iloc[0]
+            rows.append((job, period, m["offering"], m["mode"], m["lane"], m["size"], int(a["gpus"]),
+                         int(a["billed_units"]), start, end, end - start))
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    return out.sort_values(["period", "offering", "mode", "lane", "start_hour"], ignore_index=True) \
+        if len(out) else out
+
+
+def _machines(tr: pd.DataFrame, lanes: pd.DataFrame, h: float) -> tuple[list[dict], pd.DataFrame]:
+    """The period's machines (lanes, or a cluster's own) and the hours each job runs on each."""
+    machines: list[dict] = []
+    cells: list[tuple[str, int, float]] = []
+    for (o, mode), pool in tr.groupby(["offering", "mode"], sort=False):
+        size = np.where(mode == "shared", pool["gpus"], pool["billed_units"]).astype(int)
+        pool = pool.assign(size=size)
+        mine = lanes[(lanes["offering"] == o) & (lanes["mode"] == mode)]
+        widths = sorted((int(s) for s, n in zip(mine["size"], mine["lanes"]) for _ in range(int(round(n)))),
+                        reverse=True)
+        if not widths:  # one job's cluster alone in the pool: a machine of its own
+            for a in pool.itertuples():
+                machines.append({"offering": o, "mode": mode, "lane": 1, "size": int(a.size)})
+                cells.append((a.job, len(machines) - 1, float(a.hours)))
+            continue
+        first = len(machines)
+        machines += [{"offering": o, "mode": mode, "lane": i + 1, "size": w} for i, w in enumerate(widths)]
+        room = [h] * len(widths)
+        for a in pool.sort_values(["size", "hours", "job"], ascending=[False, False, True]).itertuples():
+            left = float(a.hours)
+            fit = [i for i, w in enumerate(widths) if w >= a.size]
+            whole = [i for i in fit if room[i] >= left - TOLERANCE]
+            # whole in the fullest lane that takes it, else spread over the emptiest (fewest pieces)
+            order = [min(whole, key=lambda i: room[i])] if whole else sorted(fit, key=lambda i: -room[i])
+            for i in order:
+                put = min(left, room[i])
+                if put > TOLERANCE:
+                    cells.append((a.job, first + i, put))
+                    room[i] -= put
+                    left -= put
+            if left > TOLERANCE:
+                raise NoTimetable(f"{a.job} on {o}/{a.period} ({mode}): {left:g} h of a {a.size}-wide cluster "
+                                  f"left over in lanes {widths} of {h:g} h")
+    jobs = sorted({j for j, _, _ in cells})
+    load = pd.DataFrame(0.0, index=jobs, columns=range(len(machines)))
+    for j, m, hours in cells:
+        load.at[j, m] += hours
+    return machines, load
+
+
+def _open_shop(load: pd.DataFrame, h: float) -> list[tuple[int, int, float, float]]:
+    """A preemptive schedule of ``load`` (jobs × machines, hours) in [0, h]: (job, machine, start, end) runs.
+
+    Birkhoff's decomposition of the matrix padded to rows and columns of sum h
+    (module docstring). Adjacent slices of one job on one machine are merged.
+    """
+    p = load.to_numpy(float, copy=True)
+    p[p < TOLERANCE] = 0.0
+    nj, nm = p.shape
+    over = np.concatenate([p.sum(axis=1), p.sum(axis=0)]) - h
+    if (over > 1e-5 * max(h, 1.0)).any():
+        raise NoTimetable(f"a job or a lane holds {over.max() + h:g} h of a {h:g}-h period")
+    scale = max(h, float(np.concatenate([p.sum(axis=1), p.sum(axis=0)]).max()))  # h, up to round-off
+    n = nj + nm
+    a = np.zeros((n, n))
+    a[:nj, :nm] = p
+    a[:nj, nm:] = np.diag(scale - p.sum(axis=1))
+    a[nj:, :nm] = np.diag(scale - p.sum(axis=0))
+    a[nj:, nm:] = p.T
+    runs: list[list] = []
+    t = 0.0
+    while a.max() > TOLERANCE:
+        r, c = linear_sum_assignment(np.where(a > TOLERANCE, 0.0, 1.0))
+        if (a[r, c] <= TOLERANCE).any():  # cannot happen for a matrix of equal line sums (Birkhoff–König)
+            raise NoTimetable(f"no perfect matching left with {a.sum():g} h unscheduled")
+        step = float(a[r, c].min())
+        for i, j in zip(r, c):
+            if i < nj and j < nm:
+                last = next((x for x in reversed(runs) if x[0] == i and x[1] == j), None)
+                if last is not None and abs(last[3] - t) <= TOLERANCE:
+                    last[3] = t + step
+                else:
+                    runs.append([int(i), int(j), t, t + step])
+        a[r, c] -= step
+        a[a <= TOLERANCE] = 0.0
+        t += step
+    return [tuple(x) for x in runs]

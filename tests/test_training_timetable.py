@@ -1,0 +1,134 @@
+"""Training clusters that share a pool in a period: lanes in the model, a timetable in the plan.
+
+The model once counted shared clusters only by GPU-hours, so two 16-GPU
+clusters could run 120 hours between them in a 100-hour period on 24 GPUs:
+side by side they need 32 GPUs, one after the other 120 hours. Each optimum
+below is worked out by hand in the comment beside it; every plan goes
+through the audit (conftest.solve_data), which checks the timetable instant
+by instant.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from optimizer.audit import audit
+from optimizer.solve.backends import Status
+from optimizer.timetable import NoTimetable, timetable
+
+from test_known_answers import od
+
+PERIOD = [{"name": "p", "hours": 100, "month": 0}]
+FABRIC = {"fabric": "infiniband", "fabric_gbps_per_gpu": 400}
+
+
+def owned(units: int) -> dict:
+    """Servers already paid for (no capex, power or site cost): their GPUs cost nothing to use."""
+    return {"id": "own", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "owned",
+            "capex": 200_000, "lifetime_years": 4, "residual_fraction": 0.1, "power_kw": 0.0,
+            "electricity_per_kwh": 0.0, "fixed_per_month": 0.0, "existing_units": units, "max_units": units,
+            **FABRIC}
+
+
+def job(name: str, gpus: int, hours: float) -> dict:
+    return {"name": name, "model": "llama-3.1-70b", "tokens": 1e9, "deadline_month": 0, "cluster_gpus": [gpus],
+            "profiles": [{"gpu": "H100-SXM", "gpus": gpus, "hours": hours}]}
+
+
+NODE = od(id="node", price=40.0, **FABRIC)  # 8 GPUs joined by a fabric, rented by the hour: 80 $/h for 16 GPUs
+
+
+def test_two_clusters_that_cannot_share_the_pool_take_turns_and_the_rest_is_rented(solve):
+    # 24 owned GPUs, two jobs of 16 GPUs × 60 h in a 100-h period. Side by side they need 32 GPUs; one
+    # after the other 120 h. So the pool is one 16-GPU lane of 100 h, and 20 h are rented: 2 units × 40 $/h
+    # × 20 h = 1,600. (Counted by GPU-hours alone, 16 × 120 / 100 = 19.2 ≤ 24, both would run free: 0.)
+    plan = solve({"periods": PERIOD, "offerings": [owned(3), NODE], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    assert plan.status == Status.OPTIMAL
+    assert plan.objective == pytest.approx(1_600)
+    own = plan.training[plan.training["offering"] == "own"]
+    assert own["hours"].sum() == pytest.approx(100)
+    tt = plan.timetable[plan.timetable["offering"] == "own"]
+    assert set(tt["lane"]) == {1} and tt["end_hour"].max() == pytest.approx(100)
+
+
+def test_two_clusters_run_side_by_side_when_the_pool_holds_both(solve):
+    # 32 owned GPUs: two lanes of 16, each job runs its 60 h on its own lane at no cost.
+    plan = solve({"periods": PERIOD, "offerings": [owned(4), NODE], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    assert plan.objective == pytest.approx(0.0, abs=1e-6)
+    tt = plan.timetable
+    assert sorted(tt["lane"]) == [1, 2]
+    assert (tt["start_hour"] == 0).all() and tt["end_hour"].to_numpy() == pytest.approx([60, 60])
+
+
+def test_a_smaller_cluster_follows_a_larger_one_in_the_same_lane(solve):
+    # 16 owned GPUs: a (16 GPUs, 60 h) then b (8 GPUs, 30 h) in one 16-GPU lane, 90 h ≤ 100: free. Lanes by
+    # exact size would need 16 + 8 = 24 GPUs and rent b: 1 unit × 40 × 30 = 1,200.
+    plan = solve({"periods": PERIOD, "offerings": [owned(2), NODE], "training": [job("a", 16, 60), job("b", 8, 30)]})
+    assert plan.objective == pytest.approx(0.0, abs=1e-6)
+    tt = plan.timetable.sort_values("start_hour")
+    assert list(tt["job"]) == ["a", "b"] and set(tt["lane_size"]) == {16}
+    assert tt["start_hour"].to_numpy() == pytest.approx([0, 60]) and tt["end_hour"].to_numpy() == pytest.approx([60, 90])
+
+
+def test_clusters_rented_by_the_hour_share_the_quota_in_time(solve):
+    # A cheap offering capped at 3 units (40 $/h a unit) and a dear one without a cap (50 $/h). Two jobs of
+    # 2 units × 60 h: side by side they need 4 units > 3, so the cheap quota runs one cluster at a time for
+    # 100 h (2 × 40 × 100 = 8,000) and the other 20 h go to the dear one (2 × 50 × 20 = 2,000): 10,000.
+    # (Counted by unit-hours, 2 × 120 / 100 = 2.4 ≤ 3 and all 120 h cheap: 9,600.)
+    cheap = od(id="cheap", price=40.0, max_units=3, **FABRIC)
+    dear = od(id="dear", price=50.0, **FABRIC)
+    plan = solve({"periods": PERIOD, "offerings": [cheap, dear], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    assert plan.objective == pytest.approx(10_000)
+    assert plan.training.groupby("offering")["hours"].sum().to_dict() == pytest.approx({"cheap": 100, "dear": 20})
+
+
+def test_the_audit_rejects_a_timetable_that_runs_too_much_at_once(solve):
+    plan = solve({"periods": PERIOD, "offerings": [owned(3), NODE], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    bad = plan.timetable.copy()
+    own = bad["offering"] == "own"
+    # both clusters from hour 0 on the 24 owned GPUs: 32 GPUs at once
+    bad.loc[own, "end_hour"] = bad.loc[own, "hours"]
+    bad.loc[own, "start_hour"] = 0.0
+    plan.timetable = bad
+    found = audit(plan)
+    assert any("training GPUs" in v and "held" in v for v in found), found
+    assert any("runs twice at once" in v or "lane serves two clusters" in v for v in found), found
+
+
+# --- the timetable alone ---------------------------------------------------------------------
+
+def _check(tt: pd.DataFrame, training: pd.DataFrame, h: float) -> None:
+    """Every stretch inside [0, h]; no job and no lane twice at once; each cluster's hours laid out."""
+    assert (tt["start_hour"] >= -1e-9).all() and (tt["end_hour"] <= h + 1e-9).all()
+    for keys in (["job"], ["offering", "mode", "lane"]):
+        for _, g in tt.groupby(keys):
+            for a, b in itertools.combinations(g.itertuples(), 2):
+                assert a.end_hour <= b.start_hour + 1e-9 or b.end_hour <= a.start_hour + 1e-9
+    laid = tt.groupby(["job", "offering"])["hours"].sum()
+    for r in training.itertuples():
+        assert laid[(r.job, r.offering)] == pytest.approx(r.hours)
+
+
+def test_a_job_split_across_lanes_and_offerings_never_runs_twice_at_once():
+    # A 10-h period. Pool "own" has two 16-GPU lanes; a, b, c (16 GPUs) run 8, 7 and 5 h there (20 h = two
+    # full lanes, so b is split: 2 h in lane 1 after a, 5 h in lane 2). b also runs 3 h on "node": its
+    # 10 h are the whole period, so its three pieces must follow each other exactly.
+    tr = pd.DataFrame([("a", "p", "own", "shared", 16, 0, 8.0), ("b", "p", "own", "shared", 16, 0, 7.0),
+                       ("c", "p", "own", "shared", 16, 0, 5.0), ("b", "p", "node", "hourly", 16, 2, 3.0)],
+                      columns=["job", "period", "offering", "mode", "gpus", "billed_units", "hours"])
+    lanes = pd.DataFrame([("own", "p", "shared", 16, 2)], columns=["offering", "period", "mode", "size", "lanes"])
+    tt = timetable(tr, lanes, pd.Series({"p": 10.0}))
+    _check(tt, tr, 10.0)
+    b = tt[tt["job"] == "b"]
+    assert b["hours"].sum() == pytest.approx(10.0) and len(b) >= 3
+
+
+def test_hours_that_do_not_fit_the_lanes_raise():
+    tr = pd.DataFrame([("a", "p", "own", "shared", 16, 0, 8.0), ("b", "p", "own", "shared", 16, 0, 7.0)],
+                      columns=["job", "period", "offering", "mode", "gpus", "billed_units", "hours"])
+    lanes = pd.DataFrame([("own", "p", "shared", 16, 1)], columns=["offering", "period", "mode", "size", "lanes"])
+    with pytest.raises(NoTimetable):
+        timetable(tr, lanes, pd.Series({"p": 10.0}))
