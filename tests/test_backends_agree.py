@@ -14,6 +14,7 @@ import pytest
 from optimizer.solve.backends import Status
 
 from test_known_answers import BUCKETS, ONE_PERIOD, OWNED, SHARED, od, reserved_problem, svc
+from test_training_timetable import SHARE_QUOTA, TAKE_TURNS
 
 RESERVED = reserved_problem()
 # existing owned units: the objective has a constant (fixed + idle energy of the unit already owned)
@@ -37,7 +38,9 @@ INTEGER_ONLY = [("on-demand", {"periods": ONE_PERIOD, "offerings": [od()], "infe
                 ("min-replicas", MIN_REPLICAS, 600)]
 MIXED = [("buckets", BUCKETS, 60),
          ("shared-training", SHARED, 4_000),
-         ("spot-training", SPOT_TRAINING, 8 * 10 / 8 * 100 / (1 - 0.1725))]
+         ("spot-training", SPOT_TRAINING, 8 * 10 / 8 * 100 / (1 - 0.1725)),
+         ("clusters-take-turns", TAKE_TURNS, 1_600),    # worked in tests/test_training_timetable.py
+         ("clusters-share-a-quota", SHARE_QUOTA, 10_000)]
 
 
 @pytest.mark.parametrize("solver", ["cbc", "highs", "scip", "cp-sat"])

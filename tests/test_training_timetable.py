@@ -10,6 +10,7 @@ by instant.
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import pandas as pd
@@ -39,6 +40,11 @@ def job(name: str, gpus: int, hours: float) -> dict:
 
 
 NODE = od(id="node", price=40.0, **FABRIC)  # 8 GPUs joined by a fabric, rented by the hour: 80 $/h for 16 GPUs
+#: two 16-GPU jobs of 60 h in a 100-h period: 24 owned GPUs, or a quota of 3 cheap units (optima 1,600 and 10,000 below)
+TAKE_TURNS = {"periods": PERIOD, "offerings": [owned(3), NODE], "training": [job("a", 16, 60), job("b", 16, 60)]}
+SHARE_QUOTA = {"periods": PERIOD, "offerings": [od(id="cheap", price=40.0, max_units=3, **FABRIC),
+                                                od(id="dear", price=50.0, **FABRIC)],
+               "training": [job("a", 16, 60), job("b", 16, 60)]}
 
 
 def test_two_clusters_that_cannot_share_the_pool_take_turns_and_the_rest_is_rented(solve):
@@ -78,15 +84,13 @@ def test_clusters_rented_by_the_hour_share_the_quota_in_time(solve):
     # 2 units × 60 h: side by side they need 4 units > 3, so the cheap quota runs one cluster at a time for
     # 100 h (2 × 40 × 100 = 8,000) and the other 20 h go to the dear one (2 × 50 × 20 = 2,000): 10,000.
     # (Counted by unit-hours, 2 × 120 / 100 = 2.4 ≤ 3 and all 120 h cheap: 9,600.)
-    cheap = od(id="cheap", price=40.0, max_units=3, **FABRIC)
-    dear = od(id="dear", price=50.0, **FABRIC)
-    plan = solve({"periods": PERIOD, "offerings": [cheap, dear], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    plan = solve(copy.deepcopy(SHARE_QUOTA))
     assert plan.objective == pytest.approx(10_000)
     assert plan.training.groupby("offering")["hours"].sum().to_dict() == pytest.approx({"cheap": 100, "dear": 20})
 
 
 def test_the_audit_rejects_a_timetable_that_runs_too_much_at_once(solve):
-    plan = solve({"periods": PERIOD, "offerings": [owned(3), NODE], "training": [job("a", 16, 60), job("b", 16, 60)]})
+    plan = solve(copy.deepcopy(TAKE_TURNS))
     bad = plan.timetable.copy()
     own = bad["offering"] == "own"
     # both clusters from hour 0 on the 24 owned GPUs: 32 GPUs at once
