@@ -149,3 +149,58 @@ def test_generated_optimum_same_with_and_without_cuts(seed):
     assert any(b in cut.mip.constraints for b in CUTS)
     assert driver.relaxation(cut).objective >= driver.relaxation(plain).objective - 1e-6
     assert optimum(cut) == pytest.approx(optimum(plain), rel=1e-7)
+
+
+# --- rows the split's leaves get ------------------------------------------------------------
+
+FABRIC = {"fabric": "infiniband", "fabric_gbps_per_gpu": 400}
+#: two 100-h periods; 16 owned GPUs (free) that inference fills unless it moves to 8-GPU on-demand units
+#: (10 $/h a unit, 2,000 a period for two); a 16-GPU job of 150 h, on the owned servers or by the hour on
+#: "node" (2 units × 100 $/h)
+COVER = {
+    "periods": [{"name": "p1", "hours": 100, "month": 0}, {"name": "p2", "hours": 100, "month": 0}],
+    "offerings": [od(price=10.0), od(id="node", price=100.0, **FABRIC),
+                  {"id": "own", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "owned",
+                   "capex": 200_000, "lifetime_years": 4, "residual_fraction": 0.1, "power_kw": 0.0,
+                   "electricity_per_kwh": 0.0, "fixed_per_month": 0.0, "existing_units": 2, "max_units": 2,
+                   **FABRIC}],
+    "inference": [svc(demand=8.0)],  # 8 replicas of 2 GPUs: 16 GPUs every period
+    "training": [{"name": "ft", "model": "llama-3.1-70b", "tokens": 1e9, "deadline_month": 0, "cluster_gpus": [16],
+                  "profiles": [{"gpu": "H100-SXM", "gpus": 16, "hours": 150}]}],
+}
+
+
+def test_training_cover_rounds_a_jobs_periods_up_to_whole_ones(tmp_path):
+    # The job runs on the owned servers in whole periods (each empties them of inference: 2 on-demand units,
+    # 2,000) or by the hour on node (200 $/h). 150 h: 100 h in p1 and 50 h in p2 on the owned servers, 4,000
+    # (p1 and 50 h on node: 2,000 + 10,000). The LP runs it in 1.5 periods (w1 = 1, w2 = 0.5: the fit row
+    # 16·w + 2·x ≤ 16 moves half of p2's inference, one unit, 1,000): 3,000.
+    # training-cover: each owned period does a = 100/150 of the job; at δ = 2/3, β = 1.5, f = 0.5:
+    # 0.5·w1 + 0.5·w2 + t_node/(150·δ) ≥ 0.5·2, i.e. w1 + w2 + t_node/50 ≥ 2: a second whole period
+    # (+1,000) or 25 h on node (+5,000): the LP is 4,000, the optimum.
+    from optimizer.model.strengthen import training_cover
+    from optimizer.solve.backends import solve as backend_solve, solve_relaxation
+    model = _model(tmp_path, COVER, CUTS)
+    a = model.mip.arrays()
+    cover = training_cover(model.mip, model.vars)
+    assert cover.size == 1
+    assert solve_relaxation(model.mip, a, "highs").objective == pytest.approx(3_000)
+    assert solve_relaxation(model.mip, a.with_rows(cover), "highs").objective == pytest.approx(4_000)
+    for arrays in (a, a.with_rows(cover)):
+        assert backend_solve(model.mip, solver="highs", gap=1e-9, arrays=arrays).objective == pytest.approx(4_000)
+    assert both_ways(tmp_path, COVER) == pytest.approx((4_000, 4_000))
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_generated_optimum_same_with_and_without_training_cover(seed):
+    from optimizer.model.strengthen import training_cover
+    from optimizer.solve.backends import solve as backend_solve
+    pr = generated(scale=0.05, seed=seed, weeks=2, regions=1)
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    cover = training_cover(model.mip, model.vars)
+    assert cover.size > 0
+    plain = backend_solve(model.mip, solver="highs", gap=1e-9, arrays=a)
+    covered = backend_solve(model.mip, solver="highs", gap=1e-9, arrays=a.with_rows(cover))
+    assert plain.status == covered.status == Status.OPTIMAL
+    assert covered.objective == pytest.approx(plain.objective, rel=1e-7)

@@ -97,6 +97,34 @@ class Arrays:
         """The same program with every integrality dropped (its LP relaxation); the other arrays are shared."""
         return replace(self, integer=np.zeros_like(self.integer))
 
+    def with_rows(self, extra: "Rows") -> "Arrays":
+        """The same program with the rows ``extra`` appended after its own (the columns are unchanged)."""
+        if not extra.size:
+            return self
+        return replace(self, n_rows=self.n_rows + extra.size, rows=np.concatenate([self.rows, self.n_rows + extra.rows]),
+                       cols=np.concatenate([self.cols, extra.cols]), vals=np.concatenate([self.vals, extra.vals]),
+                       row_lo=np.concatenate([self.row_lo, extra.lo]), row_hi=np.concatenate([self.row_hi, extra.hi]),
+                       row_names=self.row_names + extra.names)
+
+
+@dataclass
+class Rows:
+    """Rows kept apart from a model's blocks, to append to its arrays (:meth:`Arrays.with_rows`).
+
+    Row i is ``lo[i] <= Σ vals·x[cols] <= hi[i]`` over its terms (``rows == i``).
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    names: list[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
 
 class TrivialInfeasibility(Exception):
     """A constraint with no variables whose bounds exclude zero (e.g. demand nobody can serve)."""

@@ -7,7 +7,9 @@ model with the class fixed to k. Below it, each commitment's count
 (reserved units of a term block, new owned servers) is fixed the same way:
 every plan buys some whole number of each. A **leaf** fixes one option of
 every choice; the least of the leaves' bounds, with each pruned subtree at
-its LP bound, proves (docs/performance.md, "The solve driver").
+its LP bound, proves (docs/performance.md, "The solve driver"). The leaves
+are searched with the ``training-cover`` rows of
+:func:`optimizer.model.strengthen.training_cover` appended.
 
 The leaves are independent once a best plan exists (each is searched only
 for plans cheaper than it, the back end's ``cutoff``), so with an executor
@@ -27,6 +29,7 @@ import pandas as pd
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
+from ..model.strengthen import training_cover
 from .backends import solve as backend_solve, solve_relaxation
 from .result import SolveResult, Status, relative_gap
 
@@ -201,6 +204,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     """
     t0 = time.perf_counter()
     mip = model.mip
+    # the leaves search with each job's progress rounded to whole periods (valid rows the model itself does
+    # not carry: they cost its LP and its other searches more than they give, docs/performance.md)
+    a = a.with_rows(training_cover(mip, model.vars))
     prefer = None if incumbent is None else incumbent.x
     configs = configuration_choices(model, first, prefer, only=classes)
     if not configs:
