@@ -92,3 +92,23 @@ def test_a_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff(solver):
     assert cut.status not in (Status.OPTIMAL, Status.INFEASIBLE) and cut.bound == pytest.approx(104.9)
     kept = solve(m, solver=solver, cutoff=105.5)
     assert kept.status == Status.OPTIMAL and kept.objective == pytest.approx(105.0)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_a_search_stopped_before_its_root_under_a_cutoff_proves_nothing(solver):
+    # The same model as above (optimum 5) with a cutoff of 7, above the optimum, and a limit of a
+    # nanosecond: the search stops before it has a plan or a bound. The cutoff must not come back as its
+    # bound: 7 is no lower bound here (5 < 7), and the exact split read it as a proof that its leaf held
+    # nothing cheaper than the plan found elsewhere (a plan 2.2x the optimum reported with a 9 % gap).
+    from optimizer.solve.backends import Status
+
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1]}), upper=np.array([10.0, 10.0]), integer=True)
+    x["k"] = 0
+    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
+                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
+    m.add_objective(terms(x, [], 1.0))
+    r = solve(m, solver=solver, cutoff=7.0, time_limit=1e-9)
+    if r.status.has_plan:  # a back end that finds the plan before it looks at the clock: a real plan
+        assert r.objective >= 5.0 - 1e-9
+    assert r.bound is None or r.bound <= 5.0 + 1e-9

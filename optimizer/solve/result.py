@@ -94,9 +94,14 @@ def cut_off(solver: str, cutoff: float, **common) -> SolveResult:
     return SolveResult(Status.ERROR, solver, message=cut_off_message(cutoff), bound=float(cutoff), **common)
 
 
-def clip_to_cutoff(bound: float | None, cutoff: float) -> float:
-    """A search's bound under a cutoff: the nodes pruned at the cutoff prove only that much."""
-    return float(cutoff) if bound is None else min(bound, float(cutoff))
+def clip_to_cutoff(bound: float | None, cutoff: float) -> float | None:
+    """A search's bound under a cutoff: the nodes pruned at the cutoff prove only that much.
+
+    A search that reports no bound (stopped on its time limit before its
+    root LP) proves nothing, cutoff or not: the result is None, never the
+    cutoff, which only a finished search (every node pruned) proves.
+    """
+    return None if bound is None else min(bound, float(cutoff))
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
