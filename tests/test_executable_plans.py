@@ -275,6 +275,34 @@ def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkey
     assert "(3 configurations): 2 solved, 1 pruned by their LP bound, the cheapest kept" in plan.result.message
 
 
+def test_under_a_time_limit_the_first_leaf_takes_the_time_left_until_a_plan_exists(solve, monkeypatch):
+    # The three-configuration case above under a time limit of 600 s (these solves take well under a
+    # second). Before any plan exists the first leaf (B) is searched with all the time left, not a third
+    # of it: a leaf stopped before its first plan has nothing to return and nothing to prune with (a
+    # generated 3-week problem ended with no plan at all in 20 s, its four leaves each stopped at 3 s).
+    # Once B's plan exists, A's share is half of what is left (two options not yet taken).
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=20.0))
+    data["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 1.0})
+    limits = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        limits.append((kw.get("time_limit"), out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    plan = solve(data, solver="highs", time_limit=600)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
+    (_, unlimited), (first_leaf, b), (second_leaf, a) = limits
+    assert (unlimited, b, a) == (pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100))
+    assert first_leaf > 0.8 * 600  # all that is left, not a third of it (under 200 s)
+    assert second_leaf < 0.55 * first_leaf
+
+
 def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     # FLIP plus a 12-month reservation of the H100 node at 5 $/h, charged for the plan's 200 h: 1,000 a unit.
     # Without limits: A (L4) in p1 100 + B on demand in p2 600 = 700, no reservation (u = 0). Stable plans:

@@ -199,8 +199,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
 
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
-    not yet taken; a leaf stopped on its share keeps its bound and is taken
-    up again, from its plan, with the time the others left.
+    not yet taken, except while no plan exists: then the leaf searched
+    takes all the time left (a leaf stopped before its first plan gives
+    neither a plan nor a cutoff for the others). A leaf stopped on its
+    share keeps its bound and is taken up again, from its plan, with the
+    time the others left.
     """
     t0 = time.perf_counter()
     mip = model.mip
@@ -297,6 +300,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                 state["carried"] += 1
                 return
             share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
+            if share is not None and state["best"] is None and not running:
+                # no plan yet, anywhere: a leaf cut short of its first plan leaves nothing to return and
+                # nothing to prune the others with, so the first leaf (the most promising) takes the time left
+                share = max(share, left())
             leaf(b, key, share)
             return
         kids = option_bounds(mip, b, choices[depth]) if kids is None else kids
