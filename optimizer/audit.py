@@ -335,7 +335,7 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
     held, hourly clusters' units beside the units running within the quota.
     """
     v = []
-    if getattr(plan, "timetable_error", None):
+    if plan.timetable_error:
         return [f"timetable: none can be built ({plan.timetable_error})"]
     tr, tt = plan.training, plan.timetable
     got = tt.groupby(["job", "period", "offering", "mode"])["hours"].sum() if len(tt) else pd.Series(dtype=float)

@@ -574,7 +574,7 @@ def add_training_lanes(m: MIP, d: ModelData, inf: dict, tr: dict, units: dict) -
     A plan that meets these rows has a timetable: each lane is a machine,
     each job runs at most h_p hours in the period over all its placements
     (``training-period-hours``), so a preemptive open-shop schedule exists
-    (Gonzalez and Sahni 1976) and :mod:`optimizer.plan` builds it. A cluster
+    (Gonzalez and Sahni 1976) and :mod:`optimizer.timetable` builds it. A cluster
     may be paused and resumed inside the period (it checkpoints). What the
     lanes do not allow is re-cutting a pool within a period (two 16-GPU
     clusters side by side in the hours a 32-GPU cluster left free): a
