@@ -250,28 +250,39 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
 
 
+def flip_with_a100() -> dict:
+    """FLIP plus configuration C: one A100 at 20 $/h serving 1 rps (three configurations for chat)."""
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=20.0))
+    data["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 1.0})
+    return data
+
+
+def record_solves(monkeypatch) -> list[tuple]:
+    """Every back-end solve of the driver and the split, as (time limit given, objective found), in order."""
+    from optimizer.solve import driver
+
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("time_limit"), out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    return calls
+
+
 def test_the_configuration_split_prunes_a_branch_its_lp_cannot_win(solve, monkeypatch):
     # FLIP plus configuration C: one A100 at 20 $/h serving 1 rps. The plan without limits is FLIP's (A in
     # p1, B in p2: 700). Branch LP bounds: B 6 x 100 x (0.1 + 1) = 660, A 100 + 1,000 = 1,100, C 20 x 100 x
     # (1 + 10) = 22,000. In that order: B's MIP gives 1,200, A's (below 1,200) gives 1,100, and C's LP is
     # not below 1,100: pruned with no MIP solve. So three MIP solves: no limits, B, A.
-    from optimizer.solve import driver
-
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=20.0))
-    data["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 1.0})
-    objectives = []
-    real = driver.backend_solve
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        objectives.append(out.objective)
-        return out
-
-    spy_on_solves(monkeypatch, spy)
-    plan = solve(data, solver="highs")
+    calls = record_solves(monkeypatch)
+    plan = solve(flip_with_a100(), solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
-    assert objectives == [pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
+    assert [objective for _, objective in calls] == [pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
     assert "(3 configurations): 2 solved, 1 pruned by their LP bound, the cheapest kept" in plan.result.message
 
 
@@ -281,23 +292,10 @@ def test_under_a_time_limit_the_first_leaf_takes_the_time_left_until_a_plan_exis
     # of it: a leaf stopped before its first plan has nothing to return and nothing to prune with (a
     # generated 3-week problem ended with no plan at all in 20 s, its four leaves each stopped at 3 s).
     # Once B's plan exists, A's share is half of what is left (two options not yet taken).
-    from optimizer.solve import driver
-
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=20.0))
-    data["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 1.0})
-    limits = []
-    real = driver.backend_solve
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        limits.append((kw.get("time_limit"), out.objective))
-        return out
-
-    spy_on_solves(monkeypatch, spy)
-    plan = solve(data, solver="highs", time_limit=600)
+    calls = record_solves(monkeypatch)
+    plan = solve(flip_with_a100(), solver="highs", time_limit=600)
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
-    (_, unlimited), (first_leaf, b), (second_leaf, a) = limits
+    (_, unlimited), (first_leaf, b), (second_leaf, a) = calls
     assert (unlimited, b, a) == (pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100))
     assert first_leaf > 0.8 * 600  # all that is left, not a third of it (under 200 s)
     assert second_leaf < 0.55 * first_leaf

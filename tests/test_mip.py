@@ -65,6 +65,17 @@ def test_highs_returns_its_own_optimum_when_presolve_solves_a_started_model():
     assert started.objective == pytest.approx(fresh.objective, rel=1e-9)
 
 
+def covering_mip():
+    """min x + y over integers 0..10 with 2x + 3y >= 13: the LP optimum is 13/3 (y = 4.33), the integer one 5."""
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1]}), upper=np.array([10.0, 10.0]), integer=True)
+    x["k"] = 0
+    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
+                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
+    m.add_objective(terms(x, [], 1.0))
+    return m, x
+
+
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
 def test_a_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff(solver):
     # min x + y over integers with 2x + 3y >= 13: the LP gives y = 13/3 (4.33); the integer optimum is 5
@@ -73,12 +84,7 @@ def test_a_cutoff_prunes_what_is_not_cheaper_and_proves_the_cutoff(solver):
     # 5.5 leaves the optimum, found and proven as usual.
     from optimizer.solve.backends import Status
 
-    m = MIP()
-    x = m.add_variables("x", pd.DataFrame({"i": [0, 1]}), upper=np.array([10.0, 10.0]), integer=True)
-    x["k"] = 0
-    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
-                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
-    m.add_objective(terms(x, [], 1.0))
+    m, x = covering_mip()
     assert solve(m, solver=solver).objective == pytest.approx(5.0)
     cut = solve(m, solver=solver, cutoff=4.9)
     assert cut.status not in (Status.OPTIMAL, Status.INFEASIBLE)
@@ -102,12 +108,7 @@ def test_a_search_stopped_before_its_root_under_a_cutoff_proves_nothing(solver):
     # nothing cheaper than the plan found elsewhere (a plan 2.2x the optimum reported with a 9 % gap).
     from optimizer.solve.backends import Status
 
-    m = MIP()
-    x = m.add_variables("x", pd.DataFrame({"i": [0, 1]}), upper=np.array([10.0, 10.0]), integer=True)
-    x["k"] = 0
-    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
-                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
-    m.add_objective(terms(x, [], 1.0))
+    m, x = covering_mip()
     r = solve(m, solver=solver, cutoff=7.0, time_limit=1e-9)
     if r.status.has_plan:  # a back end that finds the plan before it looks at the clock: a real plan
         assert r.objective >= 5.0 - 1e-9
