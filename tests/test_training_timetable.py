@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import itertools
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -136,3 +137,32 @@ def test_hours_that_do_not_fit_the_lanes_raise():
     lanes = pd.DataFrame([("own", "p", "shared", 16, 1)], columns=["offering", "period", "mode", "size", "lanes"])
     with pytest.raises(NoTimetable):
         timetable(tr, lanes, pd.Series({"p": 10.0}))
+
+
+def test_the_drivers_lp_leaves_the_lanes_out_and_is_still_a_bound(tmp_path, monkeypatch):
+    # The driver's LP relaxation lifts the lanes' rows (optimizer.solve.driver.LP_LEAVES_OUT). A relaxation
+    # of the LP relaxation: never above it, nor above the optimum (1,600 here). By hand, both LPs are 0: the
+    # 24 owned GPUs give 2,400 GPU-hours against 2 x 16 x 60 = 1,920, and a fractional lane (1.5 lanes of
+    # 16 GPUs, 150 h >= 120 h) is any share of the pool.
+    from conftest import write_problem
+    from optimizer.candidates import build_candidates
+    from optimizer.load import load_problem
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+    from optimizer.solve.backends import solve_relaxation
+
+    problem = load_problem(write_problem(tmp_path, copy.deepcopy(TAKE_TURNS)))
+    model = presolve.build(problem, build_candidates(problem))
+    assert "training-lanes-hours" in model.mip.constraints  # the lanes are in the model
+    seen = []
+    monkeypatch.setattr(driver, "solve_relaxation",
+                        lambda mip, a, *rest: seen.append(a) or solve_relaxation(mip, a, *rest))
+    lp = driver.relaxation(model, "highs")
+    block = model.mip.constraints["training-lanes-hours"]
+    lifted = slice(block.start, block.start + block.size)
+    assert np.isinf(seen[0].row_lo[lifted]).all() and np.isinf(seen[0].row_hi[lifted]).all()
+    assert np.isfinite(model.mip.arrays().row_hi[lifted]).all()  # on a copy: the model keeps its rows
+    full = solve_relaxation(model.mip, model.mip.arrays(), "highs")
+    assert lp.status == full.status == Status.OPTIMAL
+    assert lp.objective == pytest.approx(0.0, abs=1e-6) and full.objective == pytest.approx(0.0, abs=1e-6)
+    assert lp.objective <= full.objective + 1e-9 <= 1_600
