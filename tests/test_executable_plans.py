@@ -399,6 +399,52 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)
 
 
+def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch):
+    # Two guesses on FLIP under 30 s: training as the plan without limits places it, then the
+    # configurations alone. Each gets an equal share of what is left, the last all of it: the first about
+    # 15 s (not 30), and when it comes back without a plan (stood in for here) the second gets the rest.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=a)
+    limits = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        limits.append(kw.get("time_limit"))
+        if len(limits) == 1:
+            return SolveResult(Status.ERROR, "highs", message="no plan within the time limit")
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert r.status.has_plan
+    assert 10.0 < limits[0] <= 15.0 + 1e-9
+    assert limits[1] > 20.0
+
+
+def test_without_a_guide_the_configurations_stay_free(tmp_path, monkeypatch):
+    # No point to choose configurations from (an LP stopped on the limit): the first plan comes from the
+    # stable model itself, not from one with every configuration forced on, which breaks chat's limit of
+    # one (A and B both on) and admits no plan. FLIP's stable optimum is 1,100 (A in both periods).
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    calls = record_solves(monkeypatch)
+    r = driver._fixed_configurations(model, model.mip.arrays(), None, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert calls[0][1] is not None  # the first solve has a plan
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert "no point to fix configurations from" in r.message
+
+
 def test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it(solve, monkeypatch):
     # FLIP plus the 12-month reservation of test_the_split_also_fixes_a_commitment_count (optimum 1,000: B
     # on one reserved unit). At 7 $/h a reserved unit costs 1,400 over the plan, so that point's optimum is

@@ -402,7 +402,11 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
 
     1. The stable model with each request class fixed to the N
        configurations ``x`` uses most (a restriction), solved until the back
-       end's first plan (HiGHS; the other back ends solve it on).
+       end's first plan (HiGHS; the other back ends solve it on). Without
+       ``x`` (the LP stopped on the limit) the configurations stay free.
+       Training is first restricted to where ``x`` and then the LP place
+       it; each of these guesses gets an equal share of the time left, the
+       configurations alone what remains.
     2. That plan improved by fix-and-optimize rounds
        (:mod:`optimizer.solve.polish`) until a cycle of rounds gains nothing,
        then period by period (:mod:`optimizer.solve.period_polish`, on
@@ -417,10 +421,13 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     """
     mip = model.mip
     ids = mip.variables["config-used"].ids
-    keep = _most_used(model, x, extra=0) if x is not None else np.ones(len(ids), bool)
     fixed = a.copy_bounds()
-    fixed.col_hi[ids[~keep]] = 0.0
-    fixed.col_lo[ids[keep]] = 1.0
+    if x is not None:
+        keep = _most_used(model, x, extra=0)
+        fixed.col_hi[ids[~keep]] = 0.0
+        fixed.col_lo[ids[keep]] = 1.0
+    # else no point to guide the choice (the LP stopped on the limit): the configurations stay free. Forcing
+    # every one on, as before, broke each class's limit whenever it had more candidates than it may use
     t0 = time.perf_counter()
 
     def open_gap(obj: float | None) -> bool:
@@ -440,18 +447,23 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         tries.append(("training placed where the LP relaxation places it", near))
     tries.append(("", fixed))
     first, how = None, ""
-    for how, arrays in tries:
+    for i, (how, arrays) in enumerate(tries):
         left = time_limit - (time.perf_counter() - t0)
         if first is not None and left < 1.0:
             break
-        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left), gap=gap, threads=threads,
-                              arrays=arrays, target=np.inf)  # stop at the first plan: the rounds improve it
+        # each guess an equal share of what is left, the last all of it: a restriction that holds no plan
+        # near the guide must not take the time the wider ones need (bench x1 training-heavy: training
+        # where the LP runs hours found nothing in 25.9 s, the configurations alone a plan in 18.0 s)
+        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left / (len(tries) - i)), gap=gap,
+                              threads=threads, arrays=arrays, target=np.inf)  # to the first plan: the rounds improve it
         seconds += first.solve_seconds
         if first.status.has_plan:
             break
     if first.status.has_plan:
         best_x, best_obj = first.x, first.objective
-        steps.append(f"configurations fixed to those {source} uses most" + (", " + how if how else ""))
+        steps.append((f"configurations fixed to those {source} uses most" if x is not None
+                      else "no point to fix configurations from: the whole stable model to its first plan")
+                     + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
         if left >= 1.0 and open_gap(best_obj):
             t = time.perf_counter()
@@ -475,7 +487,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             return first
         # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's
         best_x, best_obj = None, None
-        steps.append(f"the configurations {source} uses most admit no plan")
+        steps.append(f"the configurations {source} uses most admit no plan" if x is not None
+                     else "the stable model gave no first plan")
     left = time_limit - (time.perf_counter() - t0)
     result = None
     proof = bound  # the whole stable model's own bound is a proof too
