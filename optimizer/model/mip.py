@@ -63,6 +63,11 @@ class ConBlock:
     def size(self) -> int:
         return len(self.coords)
 
+    @property
+    def ids(self) -> np.ndarray:
+        """The global row id of each constraint of the family (as :attr:`VarBlock.ids` for columns)."""
+        return np.arange(self.start, self.start + self.size)
+
 
 @dataclass
 class Arrays:
@@ -101,7 +106,8 @@ class Arrays:
         """The same program with the rows ``extra`` appended after its own (the columns are unchanged)."""
         if not extra.size:
             return self
-        return replace(self, n_rows=self.n_rows + extra.size, rows=np.concatenate([self.rows, self.n_rows + extra.rows]),
+        return replace(self, n_rows=self.n_rows + extra.size,
+                       rows=np.concatenate([self.rows, self.n_rows + extra.rows]),
                        cols=np.concatenate([self.cols, extra.cols]), vals=np.concatenate([self.vals, extra.vals]),
                        row_lo=np.concatenate([self.row_lo, extra.lo]), row_hi=np.concatenate([self.row_hi, extra.hi]),
                        row_names=self.row_names + extra.names)

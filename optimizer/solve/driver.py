@@ -109,12 +109,12 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
     """
     mip = model.mip
     a = mip.arrays()
-    lifted = [mip.constraints[name] for name in LP_LEAVES_OUT if name in mip.constraints]
+    lifted = [mip.constraints[name].ids for name in LP_LEAVES_OUT if name in mip.constraints]
     if lifted:
         a = a.copy_bounds()
-        for block in lifted:
-            a.row_lo[block.start:block.start + block.size] = -np.inf
-            a.row_hi[block.start:block.start + block.size] = np.inf
+        rows = np.concatenate(lifted)
+        a.row_lo[rows] = -np.inf
+        a.row_hi[rows] = np.inf
     return solve_relaxation(mip, a, solver, time_limit)
 
 
@@ -291,8 +291,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      source="the LP relaxation", lp_x=guide, executor=executor)
     cu = mip.variables["config-used"]
     ids = cu.ids
-    limit_rows = mip.constraints["stability-configurations"]
-    rows = np.arange(limit_rows.start, limit_rows.start + limit_rows.size)
+    rows = mip.constraints["stability-configurations"].ids
 
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
     classes = {key[0][0] for key in carried}
@@ -501,8 +500,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             proof, proof_from = whole.bound, "the whole stable model's search"
         if whole.status.has_plan and (best_obj is None or whole.objective < best_obj - 1e-9):
             result = whole
-            steps.append("the whole stable model, started from " + (f"{best_obj:,.2f}" if best_obj is not None
-                                                                     else "no plan") + f", found {whole.objective:,.2f}")
+            started = f"{best_obj:,.2f}" if best_obj is not None else "no plan"
+            steps.append(f"the whole stable model, started from {started}, found {whole.objective:,.2f}")
         elif best_obj is None:
             whole.solve_seconds = seconds
             _raise_bound(whole, bound)
