@@ -343,6 +343,14 @@ def test_two_classes_over_their_limit_split_on_one_chosen_by_its_lp_bounds(solve
     assert plan.result.message.count("configuration of chat") == 1
 
 
+def assert_plan_audited(model, result) -> None:
+    """A result of the driver's inner stages, read as a plan and audited like every plan the pipeline returns."""
+    from optimizer.audit import audit
+    from optimizer.plan import extract
+
+    assert audit(extract(model, result)) == []
+
+
 def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
     # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
     # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200 (fix-and-optimize
@@ -358,8 +366,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
     free = a.copy_bounds()
     ids = model.mip.variables["config-used"].ids
     free.col_lo[ids] = free.col_hi[ids] = 1.0
-    rows = model.mip.constraints["stability-configurations"]
-    free.row_hi[rows.start:rows.start + rows.size] = len(ids)
+    free.row_hi[model.mip.constraints["stability-configurations"].ids] = len(ids)
     unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
     assert unlimited.objective == pytest.approx(700)
     calls = []
@@ -372,6 +379,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
 
     spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
+    assert_plan_audited(model, r)
     assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
     assert calls[1][0]  # the whole model, started from that plan
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
@@ -394,6 +402,7 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     n_configs = len(model.mip.variables["config-used"].ids)
     monkeypatch.setattr(driver, "_most_used", lambda model, x, extra=None: np.zeros(n_configs, bool))
     r = driver._fixed_configurations(model, a, np.zeros(a.n_vars), "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert_plan_audited(model, r)
     assert r.status.has_plan and r.status != Status.INFEASIBLE
     assert r.objective == pytest.approx(1_100)
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)
@@ -423,6 +432,7 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
 
     spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert_plan_audited(model, r)
     assert r.status.has_plan
     assert 10.0 < limits[0] <= 15.0 + 1e-9
     assert limits[1] > 20.0
@@ -440,6 +450,7 @@ def test_without_a_guide_the_configurations_stay_free(tmp_path, monkeypatch):
     model = presolve.build(pr, build_candidates(pr))
     calls = record_solves(monkeypatch)
     r = driver._fixed_configurations(model, model.mip.arrays(), None, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    assert_plan_audited(model, r)
     assert calls[0][1] is not None  # the first solve has a plan
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert "no point to fix configurations from" in r.message
