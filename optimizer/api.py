@@ -149,19 +149,24 @@ def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),
 def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
             gap: float = 1e-6, threads: int | None = None, break_even: bool = True, sensitivity: bool = True,
             step: float = 0.2, offerings=(), rentals=(), sets=(), scales=(),
-            overrides: Mapping[str, Any] | None = None, **kwargs: Any):
+            overrides: Mapping[str, Any] | None = None, workers: int = 1, executor: str = "local",
+            scheduler: str | None = None, **kwargs: Any):
     """Rent versus buy: ``gpuopt rentbuy``.
 
     Returns a :class:`~optimizer.studies.rentbuy.RentBuy` (strategies,
     break-even, utilisation, cash flows, sensitivity as DataFrames, the
     plans of each strategy) with ``tables()`` (every table by name) and
-    ``to_json()``.
+    ``to_json()``. With ``workers > 1`` or ``executor="dask"`` the solves
+    run side by side (the same tables).
     """
+    from .executors import solve_executor
     from .studies.rentbuy import analyse
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
-    return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, do_break_even=break_even,
-                   do_sensitivity=sensitivity, step=step, offerings=list(offerings), rentals=list(rentals))
+    with solve_executor(executor, workers, scheduler) as pool:
+        return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                       do_break_even=break_even, do_sensitivity=sensitivity, step=step, offerings=list(offerings),
+                       rentals=list(rentals), executor=pool)
 
 
 def _reference(efficiency: Mapping[str, float] | None):

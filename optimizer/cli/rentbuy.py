@@ -6,9 +6,10 @@ import sys
 
 import click
 
+from ..executors import solve_executor
 from ..load import load_problem
 from .common import fail_usage
-from .overlay_options import overlay_options
+from .overlay_options import overlay_options, parallel_options
 from .solve import exit_code, solver_options
 
 
@@ -34,14 +35,21 @@ from .solve import exit_code, solver_options
 @click.option("--rental", "rentals", multiple=True, metavar="ID",
               help="Rental to compare owning with (repeatable; default: on-demand and reserved offerings of the "
                    "same GPU type that can carry a fleet, never spot or a single host).")
+@parallel_options
 def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_file, no_break_even,
-            no_sensitivity, step, offerings=(), rentals=(), sets=(), scales=()) -> None:
+            no_sensitivity, step, offerings=(), rentals=(), sets=(), scales=(), workers=1, executor="local",
+            scheduler=None) -> None:
     """Rent versus buy for PROBLEM: strategies, break-even, cash flows, NPV and sensitivity.
 
     \b
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format xlsx -o rentbuy.xlsx
     gpuopt rentbuy problems/rent-vs-buy-3y.yaml --format csv -o out/ --no-sensitivity
+    gpuopt rentbuy problems/rent-vs-buy-3y.yaml --workers 2
+
+    With --workers N > 1 (or --executor dask) the solves run side by side:
+    the strategies and the sensitivity's, and the break-even search beside
+    the sensitivity. The tables are the same.
     """
     from ..render.rentbuy import check_output, to_table, write_csv, write_xlsx
     from ..studies.rentbuy import analyse
@@ -51,14 +59,17 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
                                                    else "FILE.xlsx (one sheet per table)"))
     if fmt == "table" and output:
         fail_usage("-o is for --format csv, xlsx or json")
+    if executor != "dask" and scheduler:
+        fail_usage("--scheduler needs --executor dask")
     check_output(fmt, output, force)  # before any solve
     from .report import check_html_target, write_html
 
     check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
-    rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
-                 do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,
-                 offerings=list(offerings), rentals=list(rentals))
+    with solve_executor(executor, workers, scheduler) as pool:
+        rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                     do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,
+                     offerings=list(offerings), rentals=list(rentals), executor=pool)
     if fmt == "json":
         text = rb.to_json()
         if output:

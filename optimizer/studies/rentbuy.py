@@ -23,8 +23,10 @@ formula with a worked example. Rendering (tables, JSON, CSV, XLSX) is in
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import copy
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -173,18 +175,96 @@ PARAMETERS: list[Parameter] = [
 
 
 def make_solver(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
-                gap: float = 1e-6, threads: int | None = None) -> tuple[Solver, Candidates]:
+                gap: float = 1e-6, threads: int | None = None, executor=None) -> tuple[Solves, Candidates]:
     """A solve function for copies of ``problem``; candidates are built once and shared.
 
     Candidate configurations depend on the workloads and the GPU types offered,
     never on prices, capex or demand, so every transform here can reuse them.
+    ``executor`` (:mod:`optimizer.executors`): where the solves run.
     """
     cands = build_candidates(problem)
+    options = {"solver": solver, "time_limit": time_limit, "gap": gap, "threads": threads}
+    return Solves(cands, options, executor), cands
 
-    def solve(pr: Problem) -> Plan:
-        return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, candidates=cands)
 
-    return solve, cands
+def solve_copy(task: tuple[Problem, Candidates, dict]) -> tuple[Plan, float]:
+    """Solve one copy of the problem (in this process or on a worker): its plan and the wall seconds it took."""
+    problem, cands, options = task
+    t0 = time.perf_counter()
+    plan = run(problem, candidates=cands, **options)
+    return plan, time.perf_counter() - t0
+
+
+class Solves:
+    """Where the analysis's solves run: one after the other in this process, or side by side on an executor.
+
+    Called with a problem, it solves it and returns its plan (the break-even
+    search: each solve depends on the one before); :meth:`many` solves
+    several independent problems (strategies, sensitivity) and returns their
+    plans in order. On an executor of more than one worker at most
+    ``workers`` solves run at once, and a solve called for alone (the
+    break-even chain) goes before the queued ones of :meth:`many`, so the
+    chain, which cannot run ahead, never waits behind the sensitivity's
+    solves. Every plan is the one the same solve gives in this process.
+    """
+
+    def __init__(self, cands: Candidates, options: dict, executor=None):
+        self.cands, self.options = cands, options
+        self.executor = executor if executor is not None and executor.workers > 1 else None
+        self.seconds: dict[int, float] = {}  # wall seconds of each plan's solve, by id(plan)
+        self._gate = threading.Condition()
+        self._free = 0 if self.executor is None else self.executor.workers
+        self._first_in_line = 0
+
+    @property
+    def side_by_side(self) -> bool:
+        return self.executor is not None
+
+    def __call__(self, problem: Problem) -> Plan:
+        return self._result(self._submit(problem, first=True))
+
+    def many(self, problems: list[Problem]) -> list[Plan]:
+        futures = [self._submit(pr, first=False) for pr in problems]
+        return [self._result(f) for f in futures]
+
+    def _result(self, future) -> Plan:
+        plan, seconds = future.result()
+        self.seconds[id(plan)] = seconds
+        return plan
+
+    def _submit(self, problem: Problem, first: bool):
+        task = (problem, self.cands, self.options)
+        if self.executor is None:
+            done: cf.Future = cf.Future()
+            done.set_result(solve_copy(task))
+            return done
+        with self._gate:
+            self._first_in_line += first
+            while self._free == 0 or (not first and self._first_in_line):
+                self._gate.wait()
+            self._free -= 1
+            self._first_in_line -= first
+        future = self.executor.submit(solve_copy, task)
+        future.add_done_callback(self._release)
+        return future
+
+    def _release(self, _future) -> None:
+        with self._gate:
+            self._free += 1
+            self._gate.notify_all()
+
+
+def timed(solve: Solver, problems: list[Problem]) -> list[tuple[Plan, float]]:
+    """``solve`` applied to each of ``problems`` (side by side when ``solve`` can, :class:`Solves`): each plan
+    with the wall seconds its solve took."""
+    if isinstance(solve, Solves):
+        return [(plan, solve.seconds[id(plan)]) for plan in solve.many(problems)]
+    out = []
+    for pr in problems:
+        t0 = time.perf_counter()
+        plan = solve(pr)
+        out.append((plan, time.perf_counter() - t0))
+    return out
 
 
 def new_units(plan: Plan, oid: str) -> int:
@@ -293,12 +373,14 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
     plans: dict[str, Plan] = {}
     rows, units = [], []
     has_owned = bool((problem.offerings["pricing"] == "owned").any())
-    for name, build in (("rent", rent_strategy), ("buy", buy_strategy), ("mix", lambda pr: variant(pr))):
-        if name == "buy" and not has_owned:
+    builds = [(name, build) for name, build in (("rent", rent_strategy), ("buy", buy_strategy),
+                                                 ("mix", lambda pr: variant(pr))) if name != "buy" or has_owned]
+    solved = dict(zip([name for name, _ in builds], timed(solve, [build(problem) for _, build in builds])))
+    for name in ("rent", "buy", "mix"):
+        if name not in solved:
             rows.append({"name": name, "status": "not applicable", "message": "the problem has no owned offerings"})
             continue
-        t0 = time.perf_counter()
-        plan = solve(build(problem))
+        plan, seconds = solved[name]
         plans[name] = plan
         u = units_summary(plan)
         units.append(u.assign(strategy=name))
@@ -307,7 +389,7 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
                      if plan.status.has_plan else None,
                      "summary": summary_text(u) if plan.status.has_plan else "",
                      "message": short_message(plan.result.message) if not plan.status.has_plan else "",
-                     "solve_seconds": round(time.perf_counter() - t0, 3)})
+                     "solve_seconds": round(seconds, 3)})
     df = pd.DataFrame(rows).reindex(columns=STRATEGY_COLUMNS)
     obj = pd.to_numeric(df["objective"], errors="coerce")
     if obj.notna().any():
@@ -775,6 +857,9 @@ def sensitivity(problem: Problem, solve: Solver, base: Plan, step: float = 0.2,
     rows = []
     zb = base.objective
     ub = owned_new_units(base)
+    pars = [par for par in parameters or PARAMETERS if par.present(problem)]
+    sides = (("low", 1 - step), ("high", 1 + step))
+    plans = iter(plan for plan, _ in timed(solve, [par.apply(problem, f) for par in pars for _, f in sides]))
     for par in parameters or PARAMETERS:
         row = {"parameter": par.name, "description": par.description, "low_factor": 1 - step,
                "high_factor": 1 + step, "objective_base": zb, "owned_units_base": ub}
@@ -785,8 +870,8 @@ def sensitivity(problem: Problem, solve: Solver, base: Plan, step: float = 0.2,
                        total_cost_high=base.total_cost)
             rows.append(row)
             continue
-        for side, f in (("low", 1 - step), ("high", 1 + step)):
-            plan = solve(par.apply(problem, f))
+        for side, _ in sides:
+            plan = next(plans)
             row[f"status_{side}"] = plan.status.value
             row[f"objective_{side}"] = plan.objective
             row[f"npv_{side}"] = plan.npv
@@ -843,12 +928,16 @@ class RentBuy:
 
 def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
             threads: int | None = None, do_break_even: bool = True, do_sensitivity: bool = True,
-            step: float = 0.2, offerings: list[str] | None = None, rentals: list[str] | None = None) -> RentBuy:
+            step: float = 0.2, offerings: list[str] | None = None, rentals: list[str] | None = None,
+            executor=None) -> RentBuy:
     """Strategies, then (when the mix has a plan) break-even, cash flows and sensitivity.
 
     ``offerings``: the owned offerings to find the break-even of (default:
     the problem file's own); ``rentals``: the rentals to compare them with
-    (default: :func:`reference_rentals`).
+    (default: :func:`reference_rentals`). ``executor``
+    (:mod:`optimizer.executors`): with more than one worker, the strategies
+    and the sensitivity's solves run side by side on it, and the break-even
+    search beside the sensitivity (:class:`Solves`); the tables are the same.
     """
     O = problem.offerings
     for oid in [*(offerings or []), *(rentals or [])]:
@@ -861,7 +950,8 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
             raise InputError(f"{oid} is not an owned offering", field="--offering", value=oid,
                              allowed=", ".join(owned_ids(problem)) or "(no owned offerings)")
     t0 = time.perf_counter()
-    solve, _ = make_solver(problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    solve, _ = make_solver(problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                           executor=executor)
     strat, plans, units = compare_strategies(problem, solve)
     out = RentBuy(problem=problem, strategies=strat, strategy_units=units, plans=plans)
     mix = plans["mix"]
@@ -869,14 +959,25 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
         out.notes.append(f"the mix has no plan ({mix.status.value}): {mix.result.message}")
         out.seconds = time.perf_counter() - t0
         return out
-    out.break_even, out.utilisation = break_even_table(problem, mix, solve if do_break_even else None,
-                                                       offerings=offerings, rentals=rentals)
+
+    def break_even() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return break_even_table(problem, mix, solve if do_break_even else None, offerings=offerings,
+                                rentals=rentals)
+
+    if solve.side_by_side and do_break_even and do_sensitivity:
+        # the break-even search (one solve after another) beside the sensitivity's independent solves
+        with cf.ThreadPoolExecutor(max_workers=1) as chain:
+            search = chain.submit(break_even)
+            out.sensitivity = sensitivity(problem, solve, mix, step=step)
+            out.break_even, out.utilisation = search.result()
+    else:
+        out.break_even, out.utilisation = break_even()
+        if do_sensitivity:
+            out.sensitivity = sensitivity(problem, solve, mix, step=step)
     out.cash_flows = cash_flows(mix)
     npv = float(out.cash_flows["items"]["pv"].sum())
     if not math.isclose(npv, mix.npv, rel_tol=1e-9, abs_tol=1e-6):
         out.notes.append(f"cash-flow NPV {npv:,.2f} differs from the plan's {mix.npv:,.2f}")
-    if do_sensitivity:
-        out.sensitivity = sensitivity(problem, solve, mix, step=step)
     if mix.status != Status.OPTIMAL or time_limit is not None or gap > 1e-4:
         out.notes.append("solves stopped at a time limit or a gap: comparisons and break-even points are only "
                          "as exact as the solver's gap")
