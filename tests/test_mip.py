@@ -29,6 +29,38 @@ def test_row_without_variables_is_recorded_when_it_cannot_hold():
     assert m.infeasible_rows["need"]["i"].tolist() == [1]
 
 
+def test_rows_in_order_of_appearance_with_summed_right_hand_sides():
+    # Three variables keyed (g, h); rows are the distinct (g, h) of the terms, in the order they first appear,
+    # then those only the right-hand side names. By hand:
+    #   row ("b", 1): x0 + 2·x2 (two terms),  rhs 1 + 2 = 3 (two rhs lines for one row)
+    #   row ("a", 1): x1,                      rhs 0 (no rhs line)
+    #   row ("a", 2): no term, rhs 4 > 0: cannot hold with "<=" 4? it can (0 <= 4): dropped, not recorded
+    #   row (None, 1): no term, rhs line with a missing key: counts nothing, row dropped
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"g": ["b", "a", "b"], "h": [1, 1, 1]}))
+    t = terms(x, ["g", "h"], np.array([1.0, 1.0, 2.0]))
+    rhs = pd.DataFrame({"g": ["b", "a", "b", None], "h": [1, 2, 1, 1], "rhs": [1.0, 4.0, 2.0, 9.0]})
+    m.add_constraints("cap", [t], "<=", rhs, keys=["g", "h"])
+    c = m.constraints["cap"]
+    assert c.coords.to_dict("records") == [{"g": "b", "h": 1}, {"g": "a", "h": 1}]
+    assert c.upper.tolist() == [3.0, 0.0] and np.isneginf(c.lower).all()
+    assert sorted(zip(c.rows.tolist(), c.cols.tolist(), c.vals.tolist())) == [(0, 0, 1.0), (0, 2, 2.0), (1, 1, 1.0)]
+    assert "cap" not in m.infeasible_rows
+    # the same rows as ">=": ("a", 2) needs 4 from no variable and is recorded; the row with a missing key is not
+    m.add_constraints("need", [t], ">=", rhs, keys=["g", "h"])
+    assert m.infeasible_rows["need"].to_dict("records") == [{"g": "a", "h": 2, "rhs": 4.0}]
+
+
+def test_a_right_hand_side_table_without_lines_gives_zero_bounds():
+    # an empty rhs table: every row's rhs is 0.0, a float (an empty sum must not turn the bounds into integers)
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1]}))
+    m.add_constraints("row", [terms(x, ["i"], 1.0)], "<=", pd.DataFrame({"i": [], "rhs": []}), keys=["i"])
+    c = m.constraints["row"]
+    assert c.upper.dtype == float and c.upper.tolist() == [0.0, 0.0]
+    assert np.isneginf(c.lower).all()
+
+
 def test_values_map_back_to_coordinates():
     m = MIP()
     x = m.add_variables("x", pd.DataFrame({"a": ["p", "q"]}), upper=np.array([3.0, 4.0]), integer=True)

@@ -209,28 +209,34 @@ class MIP:
             terms = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
                                   "var": pd.Series(dtype=np.int64), "coef": pd.Series(dtype=float)})
         terms = terms[terms["coef"] != 0]
-        if len(terms) and terms.duplicated(keys + ["var"]).any():
+        if len(terms) and keys:
+            pair = _row_codes(terms, keys)[0] * (int(terms["var"].max()) + 1) + terms["var"].to_numpy(np.int64)
+            duplicates = len(pd.unique(pair)) < len(pair)
+        else:
+            duplicates = len(terms) > 0 and terms["var"].duplicated().any()
+        if duplicates:
             # one coefficient per (row, variable): some back ends keep only the last duplicate
             terms = terms.groupby(keys + ["var"], as_index=False, sort=False)["coef"].sum()
             terms = terms[terms["coef"] != 0]
         if keys:
-            row_keys = terms[keys].drop_duplicates()
-            if isinstance(rhs, pd.DataFrame):
-                row_keys = pd.concat([row_keys, rhs[keys]], ignore_index=True).drop_duplicates()
-            row_keys = row_keys.reset_index(drop=True)
+            # the rows: every distinct key of the terms, then of the right-hand side, in order of appearance
+            every = terms[keys] if not isinstance(rhs, pd.DataFrame) else pd.concat(
+                [terms[keys], rhs[keys]], ignore_index=True)
+            codes, first = _row_codes(every, keys)
+            row_keys = every.iloc[first].reset_index(drop=True)
+            term_rows = codes[:len(terms)]
         else:
             row_keys = pd.DataFrame(index=[0])
+            term_rows = np.zeros(len(terms), dtype=np.int64)
         if isinstance(rhs, pd.DataFrame):
-            r = row_keys.merge(rhs[keys + ["rhs"]].groupby(keys, as_index=False, sort=False)["rhs"].sum(),
-                               on=keys, how="left")["rhs"].fillna(0.0).to_numpy(float)
+            # Σ rhs per row; a rhs row with a missing key adds nothing (as pandas' groupby drops it)
+            value = rhs["rhs"].to_numpy(float)
+            value = np.where(np.isnan(value) | rhs[keys].isna().any(axis=1).to_numpy(), 0.0, value)
+            # (float: numpy counts an empty table's sums as integers)
+            r = (np.bincount(codes[len(terms):], weights=value, minlength=len(row_keys)).astype(float) if keys
+                 else np.full(len(row_keys), float(value.sum())))
         else:
             r = np.full(len(row_keys), float(rhs))
-        if keys:
-            idx = pd.MultiIndex.from_frame(row_keys[keys]) if len(keys) > 1 else pd.Index(row_keys[keys[0]])
-            tidx = pd.MultiIndex.from_frame(terms[keys]) if len(keys) > 1 else pd.Index(terms[keys[0]])
-            term_rows = idx.get_indexer(tidx)
-        else:
-            term_rows = np.zeros(len(terms), dtype=np.int64)
         has_terms = np.zeros(len(row_keys), dtype=bool)
         has_terms[term_rows] = True
         lo, hi = _bounds(sense, r)
@@ -381,6 +387,24 @@ class MIP:
             "blocks": {**{f"var:{k}": v.size for k, v in self.variables.items()},
                        **{f"con:{k}": v.size for k, v in self.constraints.items()}},
         }
+
+
+def _row_codes(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct values of ``keys`` in ``frame`` in order of first appearance.
+
+    Returns each row's number and, per number, the position of its first
+    row (the rows ``drop_duplicates`` keeps). Missing values are a value of
+    their own, as for ``drop_duplicates``. One factorisation per key column,
+    the running code renumbered after each, so it never overflows.
+    """
+    code = np.zeros(len(frame), dtype=np.int64)
+    for k in keys:
+        c, u = pd.factorize(frame[k], sort=False, use_na_sentinel=False)
+        code = pd.factorize(code * len(u) + c, sort=False)[0]
+    n = int(code.max()) + 1 if len(code) else 0
+    first = np.empty(n, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1, dtype=np.int64)
+    return code, first
 
 
 def _bounds(sense: str, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
