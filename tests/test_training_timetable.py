@@ -166,3 +166,43 @@ def test_the_drivers_lp_leaves_the_lanes_out_and_is_still_a_bound(tmp_path, monk
     assert lp.status == full.status == Status.OPTIMAL
     assert lp.objective == pytest.approx(0.0, abs=1e-6) and full.objective == pytest.approx(0.0, abs=1e-6)
     assert lp.objective <= full.objective + 1e-9 <= 1_600
+
+
+@pytest.mark.parametrize("limit", [None, 600])
+def test_the_model_without_stability_limits_leaves_the_lanes_out_and_the_plan_keeps_them(solve, monkeypatch, limit):
+    # TAKE_TURNS's two jobs on the owned pool of region r1 (one lane: 1,600, by hand above), beside the FLIP
+    # service of tests/test_executable_plans.py in region r2 (stable: 1,100; two configurations: 700). The
+    # pools are apart, so the optimum is 1,100 + 1,600 = 2,700. The model without stability limits relaxes
+    # the lanes too: there both jobs fit the 24 owned GPUs by GPU-hours (16 x 120 / 100 = 19.2), so it costs
+    # 700 alone. Its plan puts chat on two configurations, so the split runs, and its leaves keep the lanes.
+    # Under a time limit that model keeps the lanes (its plan may place the training of the fixed-configuration
+    # path, which must fit them): 700 + 1,600 = 2,300.
+    from optimizer.solve import driver
+    from test_executable_plans import FLIP, spy_on_solves
+
+    flip = copy.deepcopy(FLIP)
+    for o in flip["offerings"]:
+        o["region"] = "r2"
+    flip["inference"][0]["regions"] = ["r2"]
+    data = {"periods": flip["periods"], "offerings": flip["offerings"] + [owned(3), NODE],
+            "inference": flip["inference"], "training": [job("a", 16, 60), job("b", 16, 60)]}
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("arrays"), out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    plan = solve(data, solver="highs", time_limit=limit)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(2_700)
+    guide, guide_cost = calls[0]
+    rows = plan.mip.constraints["training-lanes-hours"].ids
+    if limit is None:
+        assert np.isinf(guide.row_hi[rows]).all() and guide_cost == pytest.approx(700)
+    else:
+        assert np.isfinite(guide.row_hi[rows]).all() and guide_cost == pytest.approx(2_300)
+    assert "one stable solve per configuration of chat/all" in plan.result.message
+    tt = plan.timetable[plan.timetable["offering"] == "own"]
+    assert set(tt["lane"]) == {1} and tt["end_hour"].max() == pytest.approx(100)
