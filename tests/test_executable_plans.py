@@ -258,8 +258,9 @@ def flip_with_a100() -> dict:
     return data
 
 
-def record_solves(monkeypatch) -> list[tuple]:
-    """Every back-end solve of the driver and the split, as (time limit given, objective found), in order."""
+def record_solves(monkeypatch, key: str = "time_limit") -> list[tuple]:
+    """Every back-end solve of the driver and the split, as (its keyword ``key``: the time limit given by
+    default, objective found), in order."""
     from optimizer.solve import driver
 
     calls = []
@@ -267,7 +268,7 @@ def record_solves(monkeypatch) -> list[tuple]:
 
     def spy(*args, **kw):
         out = real(*args, **kw)
-        calls.append((kw.get("time_limit"), out.objective))
+        calls.append((kw.get(key), out.objective))
         return out
 
     spy_on_solves(monkeypatch, spy)

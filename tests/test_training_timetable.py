@@ -177,8 +177,7 @@ def test_the_model_without_stability_limits_leaves_the_lanes_out_and_the_plan_ke
     # 700 alone. Its plan puts chat on two configurations, so the split runs, and its leaves keep the lanes.
     # Under a time limit that model keeps the lanes (its plan may place the training of the fixed-configuration
     # path, which must fit them): 700 + 1,600 = 2,300.
-    from optimizer.solve import driver
-    from test_executable_plans import FLIP, spy_on_solves
+    from test_executable_plans import FLIP, record_solves
 
     flip = copy.deepcopy(FLIP)
     for o in flip["offerings"]:
@@ -186,15 +185,7 @@ def test_the_model_without_stability_limits_leaves_the_lanes_out_and_the_plan_ke
     flip["inference"][0]["regions"] = ["r2"]
     data = {"periods": flip["periods"], "offerings": flip["offerings"] + [owned(3), NODE],
             "inference": flip["inference"], "training": [job("a", 16, 60), job("b", 16, 60)]}
-    calls = []
-    real = driver.backend_solve
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        calls.append((kw.get("arrays"), out.objective))
-        return out
-
-    spy_on_solves(monkeypatch, spy)
+    calls = record_solves(monkeypatch, key="arrays")
     plan = solve(data, solver="highs", time_limit=limit)
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(2_700)
     guide, guide_cost = calls[0]
