@@ -209,25 +209,15 @@ class MIP:
             terms = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
                                   "var": pd.Series(dtype=np.int64), "coef": pd.Series(dtype=float)})
         terms = terms[terms["coef"] != 0]
-        if len(terms) and keys:
-            pair = _row_codes(terms, keys)[0] * (int(terms["var"].max()) + 1) + terms["var"].to_numpy(np.int64)
-            duplicates = len(pd.unique(pair)) < len(pair)
-        else:
-            duplicates = len(terms) > 0 and terms["var"].duplicated().any()
-        if duplicates:
+        row_keys, codes = self._rows(terms, rhs, keys)
+        term_rows = codes[:len(terms)]
+        var = terms["var"].to_numpy(np.int64)
+        if len(terms) and len(pd.unique(term_rows * (int(var.max()) + 1) + var)) < len(terms):
             # one coefficient per (row, variable): some back ends keep only the last duplicate
             terms = terms.groupby(keys + ["var"], as_index=False, sort=False)["coef"].sum()
             terms = terms[terms["coef"] != 0]
-        if keys:
-            # the rows: every distinct key of the terms, then of the right-hand side, in order of appearance
-            every = terms[keys] if not isinstance(rhs, pd.DataFrame) else pd.concat(
-                [terms[keys], rhs[keys]], ignore_index=True)
-            codes, first = _row_codes(every, keys)
-            row_keys = every.iloc[first].reset_index(drop=True)
+            row_keys, codes = self._rows(terms, rhs, keys)
             term_rows = codes[:len(terms)]
-        else:
-            row_keys = pd.DataFrame(index=[0])
-            term_rows = np.zeros(len(terms), dtype=np.int64)
         if isinstance(rhs, pd.DataFrame):
             # Σ rhs per row; a rhs row with a missing key adds nothing (as pandas' groupby drops it)
             value = rhs["rhs"].to_numpy(float)
@@ -262,6 +252,18 @@ class MIP:
         )
         self.constraints[name] = block
         self._n_rows += block.size
+
+    @staticmethod
+    def _rows(terms: pd.DataFrame, rhs, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+        """A block's rows: every distinct key of the terms, then of a right-hand-side table, in order of
+        appearance; and the row of each term, then of each right-hand-side line (one row and zeros without
+        keys)."""
+        every = terms[keys] if not isinstance(rhs, pd.DataFrame) else pd.concat([terms[keys], rhs[keys]],
+                                                                                 ignore_index=True)
+        if not keys:
+            return pd.DataFrame(index=[0]), np.zeros(len(every), dtype=np.int64)
+        codes, first = _row_codes(every, keys)
+        return every.iloc[first].reset_index(drop=True), codes
 
     def add(self, name: str, con: "Constraint") -> None:
         """Add the rows of ``con`` (built with :mod:`optimizer.model.expr`) as block ``name``."""
