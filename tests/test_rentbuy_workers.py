@@ -105,6 +105,8 @@ def test_without_workers_the_solves_run_here_in_order(tmp_path):
     pr = tiny(tmp_path)
     s, _ = rb.make_solver(pr, solver=SOLVER, executor=make_executor("local", 1))
     assert not s.side_by_side
-    plans = s.many([rb.rent_strategy(pr), pr])
+    solved = s.timed([rb.rent_strategy(pr), pr])
+    plans = [plan for plan, _ in solved]
     assert [p.status.value for p in plans] == ["optimal", "optimal"]
+    assert all(seconds > 0 for _, seconds in solved)
     assert plans[0].objective > plans[1].objective  # renting only costs more than the mix (test_rentbuy)

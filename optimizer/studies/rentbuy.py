@@ -41,6 +41,7 @@ from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from ..pipeline import run
 from ..plan import Plan
 from ..errors import InputError
+from ..executors import Inline
 from ..schema import RENTED_OR_RESERVED
 
 #: Break-even capex is located to within this share of its value.
@@ -199,11 +200,11 @@ class Solves:
     """Where the analysis's solves run: one after the other in this process, or side by side on an executor.
 
     Called with a problem, it solves it and returns its plan (the break-even
-    search: each solve depends on the one before); :meth:`many` solves
+    search: each solve depends on the one before); :meth:`timed` solves
     several independent problems (strategies, sensitivity) and returns their
-    plans in order. On an executor of more than one worker at most
+    plans in order, each with the wall seconds its solve took. On an executor of more than one worker at most
     ``workers`` solves run at once, and a solve called for alone (the
-    break-even chain) goes before the queued ones of :meth:`many`, so the
+    break-even chain) goes before the queued ones of :meth:`timed`, so the
     chain, which cannot run ahead, never waits behind the sensitivity's
     solves. Every plan is the one the same solve gives in this process.
     """
@@ -211,7 +212,6 @@ class Solves:
     def __init__(self, cands: Candidates, options: dict, executor=None):
         self.cands, self.options = cands, options
         self.executor = executor if executor is not None and executor.workers > 1 else None
-        self.seconds: dict[int, float] = {}  # wall seconds of each plan's solve, by id(plan)
         self._gate = threading.Condition()
         self._free = 0 if self.executor is None else self.executor.workers
         self._first_in_line = 0
@@ -221,23 +221,16 @@ class Solves:
         return self.executor is not None
 
     def __call__(self, problem: Problem) -> Plan:
-        return self._result(self._submit(problem, first=True))
+        return self._submit(problem, first=True).result()[0]
 
-    def many(self, problems: list[Problem]) -> list[Plan]:
+    def timed(self, problems: list[Problem]) -> list[tuple[Plan, float]]:
         futures = [self._submit(pr, first=False) for pr in problems]
-        return [self._result(f) for f in futures]
-
-    def _result(self, future) -> Plan:
-        plan, seconds = future.result()
-        self.seconds[id(plan)] = seconds
-        return plan
+        return [f.result() for f in futures]
 
     def _submit(self, problem: Problem, first: bool):
         task = (problem, self.cands, self.options)
         if self.executor is None:
-            done: cf.Future = cf.Future()
-            done.set_result(solve_copy(task))
-            return done
+            return Inline().submit(solve_copy, task)
         with self._gate:
             self._first_in_line += first
             while self._free == 0 or (not first and self._first_in_line):
@@ -258,7 +251,7 @@ def timed(solve: Solver, problems: list[Problem]) -> list[tuple[Plan, float]]:
     """``solve`` applied to each of ``problems`` (side by side when ``solve`` can, :class:`Solves`): each plan
     with the wall seconds its solve took."""
     if isinstance(solve, Solves):
-        return [(plan, solve.seconds[id(plan)]) for plan in solve.many(problems)]
+        return solve.timed(problems)
     out = []
     for pr in problems:
         t0 = time.perf_counter()
