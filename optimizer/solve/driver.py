@@ -116,16 +116,14 @@ def lift(mip, a):
     """A copy of the arrays ``a`` of ``mip`` with the rows of :data:`LP_LEAVES_OUT` lifted (bounds made infinite).
 
     Fewer rows: a relaxation of whatever ``a`` is, for the LP and for the
-    model without stability limits (:func:`solve_stable`). ``a`` itself is
-    returned when the model has none of those rows.
+    model without stability limits (:func:`solve_stable`).
     """
-    lifted = [mip.constraints[name].ids for name in LP_LEAVES_OUT if name in mip.constraints]
-    if not lifted:
-        return a
     a = a.copy_bounds()
-    rows = np.concatenate(lifted)
-    a.row_lo[rows] = -np.inf
-    a.row_hi[rows] = np.inf
+    for name in LP_LEAVES_OUT:
+        if name in mip.constraints:
+            rows = mip.constraints[name].ids
+            a.row_lo[rows] = -np.inf
+            a.row_hi[rows] = np.inf
     return a
 
 
@@ -321,8 +319,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     # leaves). Under a limit its plan may instead place the training of the fixed-configuration path, which
     # must then fit the lanes (q3 + default catalog at 60 s: 84,124 with them, 105,589 without;
     # docs/performance.md)
-    free = lift(mip, a) if time_limit is None else a
-    free = free.copy_bounds() if free is a else free
+    free = lift(mip, a) if time_limit is None else a.copy_bounds()
     free.col_lo[ids] = 1.0
     free.col_hi[ids] = 1.0
     free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
