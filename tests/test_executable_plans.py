@@ -388,6 +388,125 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
     assert "the whole stable model, started from 1,200.00, found 1,100.00" in r.message
 
 
+def flip_unlimited(tmp_path):
+    """FLIP's model, its arrays, and its plan without stability limits (A in p1, B in p2: 700)."""
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    free = a.copy_bounds()
+    ids = model.mip.variables["config-used"].ids
+    free.col_lo[ids] = free.col_hi[ids] = 1.0
+    free.row_hi[model.mip.constraints["stability-configurations"].ids] = len(ids)
+    unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
+    assert unlimited.objective == pytest.approx(700)
+    return model, a, unlimited
+
+
+def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whole_model(tmp_path, monkeypatch):
+    # With search=True (a model whose LP is cheap next to the limit) the back end searches the restriction
+    # itself instead of fix-and-optimize rounds: B fixed in both periods, whose optimum is 1,200 (600 + 600).
+    # That search ends before the limit, so the whole stable model gets the time left, started from 1,200,
+    # and finds and proves A in both periods, 1,100.
+    from optimizer.solve import driver
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("start") is not None, kw.get("target"), out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    monkeypatch.setattr(driver, "polish", lambda *args, **kw: pytest.fail("no rounds when the back end searches"))
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
+                                     search=True)
+    assert_plan_audited(model, r)
+    assert calls[0] == (False, np.inf, pytest.approx(1_200))  # the restriction's first plan
+    assert calls[1] == (True, None, pytest.approx(1_200))  # its search, from that plan: nothing cheaper
+    assert calls[2] == (True, None, pytest.approx(1_100))  # the whole stable model, from it
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+
+
+def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path, monkeypatch):
+    # The same search, but the clock runs out as the restriction's search ends (a fake clock jumps 1,000 s),
+    # so no time is left for the whole model. The plan is the restriction's 1,200; its search proved 1,200
+    # for the restriction only (A in both periods costs 1,100), so the bound reported is the one the
+    # caller proved (the plan without limits, 700): gap (1,200 - 700) / 1,200.
+    from optimizer.solve import driver
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    offset = [0.0]
+    real_clock = driver.time.perf_counter
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return real_clock() + offset[0]
+
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append(out)
+        if len(calls) == 2:  # the restriction's search
+            assert out.status == Status.OPTIMAL and out.bound == pytest.approx(1_200, rel=1e-6)
+            offset[0] = 1_000.0
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    monkeypatch.setattr(driver, "time", Clock)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert len(calls) == 2
+    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
+    assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
+    assert "no time was left to search the whole stable model" in r.message
+
+
+def test_a_stage_without_limits_stopped_on_the_limit_hands_a_searchable_model_on(tmp_path, monkeypatch):
+    # The model without stability limits stopped on the limit (stood in for: its result relabelled
+    # FEASIBLE) while the LP took a small share of it: the configurations are fixed to those its plan uses
+    # most and the back end searches that restriction (search=True). With the LP's share large, the
+    # rounds instead (search=False: test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages).
+    import dataclasses
+
+    from optimizer.solve import driver
+
+    model, a, _ = flip_unlimited(tmp_path)
+    lp = driver.relaxation(model)
+    real = driver.backend_solve
+    first = []
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        if not first:
+            first.append(out)
+            return dataclasses.replace(out, status=Status.FEASIBLE)
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    handed = []
+    real_fixed = driver._fixed_configurations
+
+    def fixed_spy(*args, **kw):
+        handed.append((kw.get("source"), kw.get("search")))
+        return real_fixed(*args, **kw)
+
+    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert handed == [("the plan without stability limits", True)]
+    assert r.objective == pytest.approx(1_100)
+    assert "then searched with those configurations fixed" not in r.message  # its first plan is its optimum
+
+
 def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp_path, monkeypatch):
     # The fixed configurations are a guess; when the guess admits no plan (here: every configuration
     # forbidden, while FLIP has demand), the whole stable model is solved: FLIP's stable optimum 1,100
