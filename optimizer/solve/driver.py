@@ -544,7 +544,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         else:
             steps.append("the whole stable model, started from it, found nothing cheaper")
     if left < 1.0 and best_obj is not None and open_gap(best_obj):
-        steps.append("no time was left to search the whole stable model: a heuristic plan")
+        steps.append("no time was left to search the whole stable model, with other configurations"
+                     if search else "no time was left to search the whole stable model: a heuristic plan")
     if result is None:
         if best_x is None:
             return SolveResult(Status.ERROR, solver, solve_seconds=seconds,
