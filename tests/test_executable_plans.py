@@ -325,6 +325,40 @@ def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     assert "count of" not in plan.result.message
 
 
+def test_leaves_are_searched_to_the_guide_gap_first_then_proven_under_the_best_cutoff(solve, monkeypatch):
+    # The reservation example above (optimum 1,000: B on one reserved unit). Each leaf is first searched to
+    # the guide's gap (10 %); a search to that gap may stop with its bound up to 10 % below its plan, stood in
+    # for by lowering each such bound by 5 % (a lower bound lowered is still a bound). No leaf is then
+    # settled by its own search, so after every leaf has been searched once, each is searched again to the
+    # requested gap, from its own plan, cut off at the best plan of all (1,000) from the start: the same
+    # optimum, proven to 1,000; the message counts each leaf once.
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        if kw.get("cutoff", "none") != "none":  # a leaf (the driver's own solves pass no cutoff)
+            calls.append((kw["gap"], kw.get("cutoff"), kw.get("start") is not None, out.objective))
+            if kw["gap"] == pytest.approx(driver.GUIDE_GAP) and out.status.has_plan:
+                out.bound = out.objective - 0.05 * abs(out.objective)
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    plan = solve(data, solver="highs")
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    first = [c for c in calls if c[0] == pytest.approx(driver.GUIDE_GAP)]
+    second = calls[len(first):]
+    assert first and calls[:len(first)] == first  # every leaf to the guide's gap before any proof
+    assert second and all(c[0] < 1e-5 for c in second)
+    assert all(c[1] == pytest.approx(1_000) and c[2] for c in second)  # under the best cutoff, from a plan
+    assert f"{len(first)} solved" in plan.result.message, (calls, plan.result.message)
+
+
 def test_two_classes_over_their_limit_split_on_one_chosen_by_its_lp_bounds(solve):
     # Two copies of FLIP's service (chat, and chat2 at twice the demand: 2 rps in p1, 20 in p2) on the same
     # uncapped offerings, so they are independent. chat: A in both 1,100 (B in both 1,200). chat2: A in both

@@ -345,7 +345,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      else "the LP relaxation", lp_x=guide, executor=executor, search=True)
     split = exact_split(model, a, first, solver,
                         None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                        gap, threads, incumbent, executor, carried)
+                        gap, threads, incumbent, executor, carried, first_gap=guide_gap)
     if split is not None:
         return split
     if guide_gap > gap and first.status.has_plan:

@@ -155,7 +155,7 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
 def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
                 threads: int | None, incumbent: SolveResult | None = None, executor=None,
                 carried: Mapping[tuple, float] | None = None,
-                classes: Sequence[str] | None = None) -> SolveResult | None:
+                classes: Sequence[str] | None = None, first_gap: float | None = None) -> SolveResult | None:
     """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
 
     The plan without stability limits (``first``) puts some request class
@@ -197,6 +197,13 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     rather than on those ``first`` breaks the limit of (then ``first``
     needs only its bound, and ``incumbent`` orders the options).
 
+    ``first_gap`` (a gap above ``gap``; the driver's guide gap): each leaf is
+    first searched to that gap only, then, once every leaf has been, the
+    leaves not settled are searched on to ``gap`` from their plans, each cut
+    off at the best plan of them all. A leaf finds its best plans early and
+    spends most of its time proving; proven under the best cutoff, it proves
+    sooner (docs/performance.md, "Plans first, proofs after").
+
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
     not yet taken, except while no plan exists: then the leaf searched
@@ -224,7 +231,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     configs = [config]
     choices = configs + commitment_choices(model, a, first, prefer)
     B = first.bound
-    state = {"best": incumbent, "leaves": 0, "pruned": 0, "carried": 0}
+    state = {"best": incumbent, "pruned": 0, "carried": 0}
+    solved: set[tuple] = set()  # the leaves searched (a leaf may be searched twice: to first_gap, then to gap)
+    loose = gap if first_gap is None else max(gap, first_gap)
     carried = {} if carried is None else carried
     leaf_proofs: dict[tuple, float] = {}  # the bound of every leaf and pruned subtree, by its choices
     # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key)
@@ -248,7 +257,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
 
     def read(r: SolveResult, b: Arrays, known: float, key: tuple) -> None:
         """Record a leaf's result: a cheaper plan is the best; its bound settles the leaf or leaves it open."""
-        state["leaves"] += 1
+        solved.add(key)
         if r.status == Status.INFEASIBLE:
             leaf_proofs[key] = np.inf
             return
@@ -257,7 +266,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         best = state["best"]
         if r.status.has_plan and (best is None or r.objective < best.objective):
             state["best"] = r
-        if r.status == Status.OPTIMAL or settled(bound):
+        if settled(bound) or (r.status == Status.OPTIMAL and r.status.has_plan and met(r.objective, bound)):
             bounds.append(bound)
         else:
             open_.append([bound, b, r, key])
@@ -275,7 +284,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         while running:
             collect(wait=True)
 
-    def leaf(b, key: tuple, share: float | None, start: np.ndarray | None = None, known: float = -np.inf) -> None:
+    def leaf(b, key: tuple, share: float | None, start: np.ndarray | None = None, known: float = -np.inf,
+             leaf_gap: float = loose) -> None:
         if side_by_side:
             # a free worker; and a leaf with nothing to cut off at goes out alone: searched whole beside
             # another, it can take many times what the other's plan would let it take (q3-profiled: 9 s
@@ -283,7 +293,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             while len(running) >= executor.workers or (running and state["best"] is None):
                 collect(wait=True)
         best = state["best"]
-        task = LeafTask(b, solver, share, gap, threads, start, None if best is None else best.objective)
+        task = LeafTask(b, solver, share, leaf_gap, threads, start, None if best is None else best.objective)
         if side_by_side:
             running.append((executor.submit(solve_leaf, task), b, known, key))
             collect(wait=False)
@@ -325,8 +335,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         drain()  # what runs on the executor is read back before the caller's stages take over
         return None
     drain()
-    # the time the pruned and quick leaves left goes to those stopped on their share, from their plans
-    while (open_ or running) and not done() and left() is not None and left() >= 1.0:
+    # the leaves not settled (searched to first_gap, or stopped on their share) are searched on to the gap, from
+    # their plans, under the best cutoff, with the time the pruned and quick leaves left
+    while (open_ or running) and not done() and (left() is None or left() >= 1.0):
         if not open_:
             collect(wait=True)
             continue
@@ -335,7 +346,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if settled(bound):
             bounds.append(bound)
             continue
-        leaf(b, key, max(1.0, left() / (len(open_) + len(running) + 1)), r.x if r.status.has_plan else None, bound)
+        share = None if left() is None else max(1.0, left() / (len(open_) + len(running) + 1))
+        leaf(b, key, share, r.x if r.status.has_plan else None, bound, leaf_gap=gap)
     drain()
     bounds += [o[0] for o in open_]
     # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
@@ -356,7 +368,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
     best.leaf_bounds = leaf_proofs
     best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
-                    f"{state['leaves']} solved, {state['pruned']} pruned by their LP bound, "
+                    f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else "")
