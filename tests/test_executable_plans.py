@@ -9,6 +9,7 @@ quota, stability and cost rules with formulas of its own.
 from __future__ import annotations
 
 import copy
+import re
 
 import numpy as np
 import pandas as pd
@@ -357,6 +358,37 @@ def test_leaves_are_searched_to_the_guide_gap_first_then_proven_under_the_best_c
     assert second and all(c[0] < 1e-5 for c in second)
     assert all(c[1] == pytest.approx(1_000) and c[2] for c in second)  # under the best cutoff, from a plan
     assert f"{len(first)} solved" in plan.result.message, (calls, plan.result.message)
+
+
+def test_without_a_limit_a_leaf_searched_to_the_gap_is_not_searched_again(solve, monkeypatch):
+    # The same example, with a back end that ends every search of a leaf short of its proof (each result
+    # relabelled FEASIBLE, its bound 5 % below its plan). Without a time limit the second search of a leaf
+    # is its last: the split ends, with the best plan (1,000) and the bound its leaves proved, reported as
+    # unproven, instead of searching the same leaves again and again.
+    import dataclasses
+
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    leaves = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        if kw.get("cutoff", "none") == "none" or not out.status.has_plan:
+            return out
+        leaves.append(kw["gap"])
+        if len(leaves) > 40:
+            pytest.fail("the split searches the same leaves again and again")
+        return dataclasses.replace(out, status=Status.FEASIBLE, bound=out.objective - 0.05 * abs(out.objective))
+
+    spy_on_solves(monkeypatch, spy)
+    plan = solve(data, solver="highs")
+    assert plan.objective == pytest.approx(1_000)
+    assert plan.status == Status.FEASIBLE and plan.result.bound < 1_000 - 1
+    solved = int(re.search(r"(\d+) solved", plan.result.message).group(1))
+    assert len(leaves) <= 2 * solved  # to the guide's gap once, to the requested gap once
 
 
 def test_two_classes_over_their_limit_split_on_one_chosen_by_its_lp_bounds(solve):

@@ -236,8 +236,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     loose = gap if first_gap is None else max(gap, first_gap)
     carried = {} if carried is None else carried
     leaf_proofs: dict[tuple, float] = {}  # the bound of every leaf and pruned subtree, by its choices
-    # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key)
-    running: list[tuple[object, Arrays, float, tuple]] = []
+    # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key, final)
+    running: list[tuple[object, Arrays, float, tuple, bool]] = []
     side_by_side = executor is not None and executor.workers > 1
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
     open_: list[list] = []        # [bound, arrays, result, key] of leaves stopped on their share of the time
@@ -255,8 +255,12 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     def left() -> float | None:
         return None if time_limit is None else time_limit - (time.perf_counter() - t0)
 
-    def read(r: SolveResult, b: Arrays, known: float, key: tuple) -> None:
-        """Record a leaf's result: a cheaper plan is the best; its bound settles the leaf or leaves it open."""
+    def read(r: SolveResult, b: Arrays, known: float, key: tuple, final: bool) -> None:
+        """Record a leaf's result: a cheaper plan is the best; its bound settles the leaf or leaves it open.
+
+        ``final``: the leaf was searched to the requested gap, so a search that ended proves it whatever
+        bound the back end reports, and, without a time limit, nothing is gained by searching it again
+        (its bound counts as it is); a search to ``first_gap`` proves it only where its bound does."""
         solved.add(key)
         if r.status == Status.INFEASIBLE:
             leaf_proofs[key] = np.inf
@@ -266,7 +270,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         best = state["best"]
         if r.status.has_plan and (best is None or r.objective < best.objective):
             state["best"] = r
-        if settled(bound) or (r.status == Status.OPTIMAL and r.status.has_plan and met(r.objective, bound)):
+        if (settled(bound) or (r.status == Status.OPTIMAL and (final or met(r.objective, bound)))
+                or (final and time_limit is None)):  # without a limit, a leaf searched to the gap is not retried
             bounds.append(bound)
         else:
             open_.append([bound, b, r, key])
@@ -295,10 +300,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         best = state["best"]
         task = LeafTask(b, solver, share, leaf_gap, threads, start, None if best is None else best.objective)
         if side_by_side:
-            running.append((executor.submit(solve_leaf, task), b, known, key))
+            running.append((executor.submit(solve_leaf, task), b, known, key, leaf_gap <= gap))
             collect(wait=False)
         else:
-            read(solve_leaf(task), b, known, key)
+            read(solve_leaf(task), b, known, key, leaf_gap <= gap)
 
     def node(b, key: tuple, budget_end: float | None, kids: list | None = None) -> None:
         depth = len(key)
