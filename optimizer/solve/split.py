@@ -240,7 +240,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     running: list[tuple[object, Arrays, float, tuple, bool]] = []
     side_by_side = executor is not None and executor.workers > 1
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
-    open_: list[list] = []        # [bound, arrays, result, key] of leaves stopped on their share of the time
+    open_: list[list] = []        # [bound, arrays, result, key] of leaves searched to first_gap or stopped on time
 
     def met(obj: float, bound: float | None) -> bool:
         return bound is not None and obj <= bound + gap * max(abs(bound), 1e-9)
