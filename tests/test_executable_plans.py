@@ -303,6 +303,27 @@ def test_under_a_time_limit_the_first_leaf_takes_the_time_left_until_a_plan_exis
     assert second_leaf < 0.55 * first_leaf
 
 
+def flip_reserved() -> dict:
+    """FLIP plus a 12-month reservation of the H100 node at 5 $/h (optimum 1,000: B on one reserved unit)."""
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    return data
+
+
+def spy_on_leaves(monkeypatch, on_leaf) -> None:
+    """Route the split's leaf searches (the only back-end calls given a ``cutoff``) through ``on_leaf(kw, result)``,
+    whose return is what the split reads; every other solve runs as it is."""
+    from optimizer.solve import driver
+
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        return on_leaf(kw, out) if "cutoff" in kw else out
+
+    spy_on_solves(monkeypatch, spy)
+
+
 def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     # FLIP plus a 12-month reservation of the H100 node at 5 $/h, charged for the plan's 200 h: 1,000 a unit.
     # Without limits: A (L4) in p1 100 + B on demand in p2 600 = 700, no reservation (u = 0). Stable plans:
@@ -312,8 +333,7 @@ def test_the_split_also_fixes_a_commitment_count(solve, monkeypatch):
     # chose it); every leaf solved or pruned, the least of them proves 1,000.
     from optimizer.solve import split
 
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    data = flip_reserved()
     plan = solve(data, solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
     assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
@@ -335,21 +355,16 @@ def test_leaves_are_searched_to_the_guide_gap_first_then_proven_under_the_best_c
     # optimum, proven to 1,000; the message counts each leaf once.
     from optimizer.solve import driver
 
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
     calls = []
-    real = driver.backend_solve
 
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        if kw.get("cutoff", "none") != "none":  # a leaf (the driver's own solves pass no cutoff)
-            calls.append((kw["gap"], kw.get("cutoff"), kw.get("start") is not None, out.objective))
-            if kw["gap"] == pytest.approx(driver.GUIDE_GAP) and out.status.has_plan:
-                out.bound = out.objective - 0.05 * abs(out.objective)
+    def on_leaf(kw, out):
+        calls.append((kw["gap"], kw["cutoff"], kw.get("start") is not None, out.objective))
+        if kw["gap"] == pytest.approx(driver.GUIDE_GAP) and out.status.has_plan:
+            out.bound = out.objective - 0.05 * abs(out.objective)
         return out
 
-    spy_on_solves(monkeypatch, spy)
-    plan = solve(data, solver="highs")
+    spy_on_leaves(monkeypatch, on_leaf)
+    plan = solve(flip_reserved(), solver="highs")
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
     assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
     first = [c for c in calls if c[0] == pytest.approx(driver.GUIDE_GAP)]
@@ -367,24 +382,18 @@ def test_without_a_limit_a_leaf_searched_to_the_gap_is_not_searched_again(solve,
     # unproven, instead of searching the same leaves again and again.
     import dataclasses
 
-    from optimizer.solve import driver
-
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
     leaves = []
-    real = driver.backend_solve
 
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        if kw.get("cutoff", "none") == "none" or not out.status.has_plan:
+    def on_leaf(kw, out):
+        if not out.status.has_plan:
             return out
         leaves.append(kw["gap"])
         if len(leaves) > 40:
             pytest.fail("the split searches the same leaves again and again")
         return dataclasses.replace(out, status=Status.FEASIBLE, bound=out.objective - 0.05 * abs(out.objective))
 
-    spy_on_solves(monkeypatch, spy)
-    plan = solve(data, solver="highs")
+    spy_on_leaves(monkeypatch, on_leaf)
+    plan = solve(flip_reserved(), solver="highs")
     assert plan.objective == pytest.approx(1_000)
     assert plan.status == Status.FEASIBLE and plan.result.bound < 1_000 - 1
     solved = int(re.search(r"(\d+) solved", plan.result.message).group(1))
