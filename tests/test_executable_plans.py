@@ -427,42 +427,6 @@ def assert_plan_audited(model, result) -> None:
     assert audit(extract(model, result)) == []
 
 
-def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
-    # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
-    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200 (fix-and-optimize
-    # cannot leave B: the configurations stay fixed), the start of the whole stable model, which finds A in
-    # both, 1,100, and proves it.
-    from optimizer.candidates import build_candidates
-    from optimizer.model import presolve
-    from optimizer.solve import driver
-
-    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
-    model = presolve.build(pr, build_candidates(pr))
-    a = model.mip.arrays()
-    free = a.copy_bounds()
-    ids = model.mip.variables["config-used"].ids
-    free.col_lo[ids] = free.col_hi[ids] = 1.0
-    free.row_hi[model.mip.constraints["stability-configurations"].ids] = len(ids)
-    unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
-    assert unlimited.objective == pytest.approx(700)
-    calls = []
-    real = driver.backend_solve
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        calls.append((kw.get("start") is not None, out.objective))
-        return out
-
-    spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
-    assert_plan_audited(model, r)
-    assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
-    assert calls[1][0]  # the whole model, started from that plan
-    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
-    assert r.bound == pytest.approx(1_100, rel=1e-6)
-    assert "the whole stable model, started from 1,200.00, found 1,100.00" in r.message
-
-
 def flip_unlimited(tmp_path):
     """FLIP's model, its arrays, and its plan without stability limits (A in p1, B in p2: 700)."""
     from optimizer.candidates import build_candidates
@@ -479,6 +443,32 @@ def flip_unlimited(tmp_path):
     unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
     assert unlimited.objective == pytest.approx(700)
     return model, a, unlimited
+
+
+def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(tmp_path, monkeypatch):
+    # What the driver does on a large model: FLIP's plan without limits (A in p1, B in p2: 700) has B most
+    # used (1,000 rps·h against 100), so B is fixed for both periods: 600 + 600 = 1,200 (fix-and-optimize
+    # cannot leave B: the configurations stay fixed), the start of the whole stable model, which finds A in
+    # both, 1,100, and proves it.
+    from optimizer.solve import driver
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("start") is not None, out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
+    assert_plan_audited(model, r)
+    assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
+    assert calls[1][0]  # the whole model, started from that plan
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the whole stable model, started from 1,200.00, found 1,100.00" in r.message
 
 
 def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whole_model(tmp_path, monkeypatch):
@@ -661,8 +651,7 @@ def test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it(solve, mon
     # A vector that serves nothing breaks the demand rows and is ignored.
     from optimizer.solve import driver
 
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    data = flip_reserved()
     dear = solve(data, solver="highs", sets=["offerings[h100-1y].price_per_hour=7"])
     assert dear.status == Status.OPTIMAL and dear.objective == pytest.approx(1_100)
     assert set(dear.inference["offering"]) == {"l4"}
@@ -728,8 +717,7 @@ def test_a_notebook_hands_an_earlier_plan_to_solve(tmp_path):
     # proven; a plan of a problem with other columns (FLIP, without the reservation) is ignored.
     from optimizer import api
 
-    data = copy.deepcopy(FLIP)
-    data["offerings"].append({**od(id="h100-1y", price=5.0), "pricing": "reserved", "term_months": 12})
+    data = flip_reserved()
     path = write_problem(tmp_path, data)
     first = api.solve(path)
     assert first.objective == pytest.approx(1_000)
