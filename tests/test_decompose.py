@@ -145,13 +145,15 @@ def test_solve_reports_the_periods_apart_bound_through_the_cli(tmp_path):
     assert d["commitments"] == b["commitments"] and d["inference"] == b["inference"]
 
 
-def test_scheduler_without_dask_is_a_usage_error(tmp_path):
+@pytest.mark.parametrize("command", [["solve"], ["rentbuy"], ["sweep", "--vary", "offerings[res].price_per_hour=40:50:2"]])
+def test_scheduler_without_dask_is_a_usage_error(tmp_path, command):
+    # every command with --workers/--executor/--scheduler refuses it before any solve
     from click.testing import CliRunner
 
     from optimizer.cli import main
 
     path = write_problem(tmp_path, reserved_problem())
-    r = CliRunner().invoke(main, ["solve", str(path), "--scheduler", "tcp://127.0.0.1:1"])
+    r = CliRunner().invoke(main, [command[0], str(path), *command[1:], "--scheduler", "tcp://127.0.0.1:1"])
     assert r.exit_code == 2 and "--scheduler needs --executor dask" in r.output
 
 

@@ -59,8 +59,6 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
                                                    else "FILE.xlsx (one sheet per table)"))
     if fmt == "table" and output:
         fail_usage("-o is for --format csv, xlsx or json")
-    if executor != "dask" and scheduler:
-        fail_usage("--scheduler needs --executor dask")
     check_output(fmt, output, force)  # before any solve
     from .report import check_html_target, write_html
 

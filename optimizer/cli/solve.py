@@ -63,8 +63,6 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
-    if executor != "dask" and scheduler:
-        fail_usage("--scheduler needs --executor dask")
     from .report import check_html_target, write_html
 
     check_html_target(html_file, force)

@@ -54,8 +54,6 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
         fail_usage("the two dimensions vary the same thing")
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR")
-    if executor != "dask" and scheduler:
-        fail_usage("--scheduler needs --executor dask")
     check_outputs(out_dir, plot_file, force)
     from .report import check_html_target, write_html
 
