@@ -369,9 +369,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if second.status.has_plan and violations(a, second.x):  # a restriction of the model: cannot happen
         raise AssertionError("a plan of the restricted stable model breaks the stable model")
     if second.status.has_plan and bound is not None and relative_gap(second.objective, bound) <= gap + 1e-12:
+        # the proof is the model without limits' bound: the restriction's own bound (and root) prove nothing
+        # for the stable model, whose optimum may lie outside the restriction, below them
         second.status = Status.OPTIMAL
-        second.bound = max(bound, second.bound if second.bound is not None else bound)
-        second.bound = min(second.bound, second.objective)
+        second.bound = min(bound, second.objective)
+        second.root_bound = first.root_bound
         second.gap = relative_gap(second.objective, second.bound)
         second.message = "optimal: the stable plan costs what the plan without stability limits costs"
         second.solve_seconds += first.solve_seconds
