@@ -749,3 +749,27 @@ def test_a_restriction_within_the_gap_reports_the_relaxations_bound_not_its_own(
     assert r.bound <= 700 + 1e-6 and r.gap == pytest.approx((1_200 - r.bound) / 1_200)
     assert r.root_bound is None or r.root_bound <= 700 + 1e-6
 
+
+def test_the_splits_root_bound_is_the_least_of_its_leaves_not_the_best_leafs(solve, monkeypatch):
+    # FLIP's split: leaf B (LP bound 675: B's node in p2, 600, and an eighth of it for p1's 1 rps, 75) is
+    # searched first and finds 1,200; leaf A (LP bound 1,100) then finds 1,100 under that cutoff. The leaves
+    # report root bounds of 900 (B) and 1,050 (A), each valid for its own leaf only. A plan cheaper than
+    # 1,050 could still lie in B as far as the roots show, so the split's root bound is 900, not the best
+    # leaf's 1,050. The model without limits reports no root here (its presolve solves it).
+    roots = {1_200.0: 900.0, 1_100.0: 1_050.0}
+
+    def on_leaf(kw, out):
+        out.root_bound = roots[round(out.objective, 6)]
+        return out
+
+    spy_on_leaves(monkeypatch, on_leaf)
+    plan = solve(copy.deepcopy(FLIP))
+    assert plan.objective == pytest.approx(1_100) and plan.result.bound == pytest.approx(1_100)
+    assert plan.result.root_bound == pytest.approx(900)
+
+
+def test_a_leaf_without_a_root_bound_counts_at_its_lp_bound(solve):
+    # The same split with the back end's own reports: HiGHS's presolve solves each leaf, so neither reports a
+    # root bound, and each counts at its LP bound: min(675, 1,100) = 675 (the numbers of the test above).
+    plan = solve(copy.deepcopy(FLIP))
+    assert plan.result.root_bound == pytest.approx(675)

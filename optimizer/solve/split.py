@@ -236,6 +236,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     loose = gap if first_gap is None else max(gap, first_gap)
     carried = {} if carried is None else carried
     leaf_proofs: dict[tuple, float] = {}  # the bound of every leaf and pruned subtree, by its choices
+    # the root bound of every leaf (its LP bound where the back end reports none) and pruned subtree (its LP
+    # bound), by its choices: the least of them is the split's root bound
+    roots: dict[tuple, float] = {}
+    lp_of: dict[tuple, float] = {}  # each leaf's LP bound
     # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key, final)
     running: list[tuple[object, Arrays, float, tuple, bool]] = []
     side_by_side = executor is not None and executor.workers > 1
@@ -263,10 +267,12 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         (its bound counts as it is); a search to ``first_gap`` proves it only where its bound does."""
         solved.add(key)
         if r.status == Status.INFEASIBLE:
-            leaf_proofs[key] = np.inf
+            leaf_proofs[key] = roots[key] = np.inf
             return
         bound = max(known, r.bound) if r.bound is not None else known
         leaf_proofs[key] = bound
+        root = lp_of[key] if r.root_bound is None else min(r.root_bound, max(bound, lp_of[key]))
+        roots[key] = max(roots.get(key, -np.inf), root)
         best = state["best"]
         if r.status.has_plan and (best is None or r.objective < best.objective):
             state["best"] = r
@@ -305,13 +311,13 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         else:
             read(solve_leaf(task), b, known, key, leaf_gap <= gap)
 
-    def node(b, key: tuple, budget_end: float | None, kids: list | None = None) -> None:
+    def node(b, key: tuple, budget_end: float | None, kids: list | None = None, lp_bound: float = -np.inf) -> None:
         depth = len(key)
         if depth == len(choices):
             known = carried_bound(key, carried)
             if settled(known):  # proven elsewhere not to hold a cheaper plan
                 bounds.append(known)
-                leaf_proofs[key] = known
+                leaf_proofs[key] = roots[key] = known
                 state["carried"] += 1
                 return
             share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
@@ -319,6 +325,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                 # no plan yet, anywhere: a leaf cut short of its first plan leaves nothing to return and
                 # nothing to prune the others with, so the first leaf (the most promising) takes the time left
                 share = max(share, left())
+            lp_of[key] = lp_bound
             leaf(b, key, share)
             return
         kids = option_bounds(mip, b, choices[depth]) if kids is None else kids
@@ -326,13 +333,13 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             below = key + ((choices[depth].name, label),)
             if done() or settled(lp_bound):
                 bounds.append(lp_bound)
-                leaf_proofs[below] = lp_bound
+                leaf_proofs[below] = roots[below] = lp_bound
                 state["pruned"] += 1
                 continue
             end = None
             if budget_end is not None:
                 end = time.perf_counter() + max(1.0, (budget_end - time.perf_counter()) / (len(kids) - i))
-            node(c, below, end)
+            node(c, below, end, lp_bound=lp_bound)
 
     try:
         node(a, (), None if time_limit is None else t0 + time_limit, options)
@@ -372,6 +379,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     proven = best.gap is not None and best.gap <= gap + 1e-12
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
     best.leaf_bounds = leaf_proofs
+    best.root_bound = split_root(first.root_bound, roots.values(), best.bound)
     best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
                     f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
@@ -380,6 +388,20 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + ("; split as its solved neighbours were, without the model without limits"
                        if classes is not None else ""))
     return best
+
+
+def split_root(first_root: float | None, leaf_roots, bound: float | None) -> float | None:
+    """The split's root bound: the least of its leaves' root bounds, or the root bound of the model without
+    limits (a relaxation of every leaf) where that is higher; never above the final ``bound``.
+
+    A leaf's own root bound proves nothing for the others, so the best leaf's is not the split's.
+    """
+    least = min(leaf_roots, default=None)
+    known = [v for v in (first_root, least) if v is not None and np.isfinite(v)]
+    if not known:
+        return None
+    root = max(known)
+    return root if bound is None else min(root, bound)
 
 
 def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str]]:
