@@ -301,3 +301,19 @@ def test_rentbuy_lists_the_assumptions_its_mix_rests_on(tmp_path, audited):
     assert rb.new_units(result.mix, "own") >= 1
     warnings = json.loads(json.dumps(to_dict(result)))["warnings"]
     assert any(w.startswith("own:") and "capex is an assumption" in w for w in warnings)
+
+
+def test_a_problem_asked_for_twice_is_solved_once(tmp_path, audited):
+    # TINY has one owned offering, "own", with no units yet: the break-even search's problem without new
+    # units of it (the first solve of its bracket, since the mix buys one) is the rent strategy's problem,
+    # so the analysis solves it once: 3 strategies + the search's solves - 1.
+    pr = tiny(tmp_path)
+    out = rb.analyse(pr, solver=SOLVER, do_sensitivity=False)
+    be = out.break_even.set_index("offering").loc["own"]
+    assert be["solves"] >= 2
+    assert len(audited) == 3 + be["solves"] - 1
+    rent = out.strategies.set_index("name").loc["rent", "objective"]
+    # the rent plan's cost is the z0 of the tangent bound: the break-even matches the hand value
+    hand = (17_520 + 17_520 / 1.1 - OWN_FIXED_ENERGY_PV) / (1 - 0.6 / 1.21)
+    assert be["capex"] <= hand <= be["capex_tested_above"] * (1 + 1e-9)
+    assert rent > out.strategies.set_index("name").loc["mix", "objective"]

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import copy
+import hashlib
 import math
+import pickle
 import threading
 import time
 from dataclasses import dataclass, field
@@ -207,6 +209,11 @@ class Solves:
     break-even chain) goes before the queued ones of :meth:`timed`, so the
     chain, which cannot run ahead, never waits behind the sensitivity's
     solves. Every plan is the one the same solve gives in this process.
+
+    A problem asked for twice is solved once: the break-even search's
+    problem without new units of the one owned offering is the ``rent``
+    strategy's when the problem owns a single offering (its key is the
+    problem's pickled bytes, so only a copy equal to the byte is shared).
     """
 
     def __init__(self, cands: Candidates, options: dict, executor=None):
@@ -215,6 +222,7 @@ class Solves:
         self._gate = threading.Condition()
         self._free = 0 if self.executor is None else self.executor.workers
         self._first_in_line = 0
+        self._asked: dict[bytes, cf.Future] = {}  # every problem submitted, by its pickled bytes' digest
 
     @property
     def side_by_side(self) -> bool:
@@ -228,6 +236,13 @@ class Solves:
         return [f.result() for f in futures]
 
     def _submit(self, problem: Problem, first: bool):
+        key = hashlib.sha256(pickle.dumps(problem)).digest()
+        # the chain's thread and this one may both miss the same new key: then it is solved twice, as before
+        if key not in self._asked:
+            self._asked[key] = self._start(problem, first)
+        return self._asked[key]
+
+    def _start(self, problem: Problem, first: bool):
         task = (problem, self.cands, self.options)
         if self.executor is None:
             return Inline().submit(solve_copy, task)
