@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 #: hours below this are round-off of the solver, not time in the timetable
 TOLERANCE = 1e-6
@@ -141,6 +140,10 @@ def _open_shop(load: pd.DataFrame, h: float) -> list[tuple[int, int, float, floa
     a[:nj, nm:] = np.diag(scale - p.sum(axis=1))
     a[nj:, :nm] = np.diag(scale - p.sum(axis=0))
     a[nj:, nm:] = p.T
+    # imported here: scipy.optimize is a quarter of a second of every command's start, and only plans with
+    # clusters sharing a pool need it
+    from scipy.optimize import linear_sum_assignment
+
     runs: list[list] = []
     t = 0.0
     while a.max() > TOLERANCE:
