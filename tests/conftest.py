@@ -30,8 +30,21 @@ def assert_audited(plan) -> None:
     """The pipeline audited the plan (``run`` audits every plan it returns) and found nothing wrong."""
     if plan.status.has_plan:
         assert plan.audit == [], plan.audit
+        assert_bounds_in_order(plan.result, plan.objective)
     else:
         assert plan.audit is None
+
+
+def assert_bounds_in_order(result, objective: float) -> None:
+    """Where the proof comes from, in order: the LP relaxation's and the root's bounds are at most the final
+    bound, and the final bound at most the plan's cost (each to a relative 1e-6: solver tolerances)."""
+    def at_most(lo, hi, what):
+        if lo is not None and hi is not None:
+            assert lo <= hi + 1e-6 * max(1.0, abs(hi)), f"{what}: {lo} > {hi}"
+
+    at_most(result.bound, objective, "bound above the plan's cost")
+    at_most(result.relaxation_bound, result.bound, "relaxation bound above the final bound")
+    at_most(result.root_bound, result.bound, "root bound above the final bound")
 
 
 @pytest.fixture
