@@ -503,7 +503,8 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
     # The same search, but the clock runs out as the restriction's search ends (a fake clock jumps 1,000 s),
     # so no time is left for the whole model. The plan is the restriction's 1,200; its search proved 1,200
     # for the restriction only (A in both periods costs 1,100), so the bound reported is the one the
-    # caller proved (the plan without limits, 700): gap (1,200 - 700) / 1,200.
+    # caller proved (the plan without limits, 700): gap (1,200 - 700) / 1,200. The root bound is the one the
+    # caller hands in (650, the model without limits' root), not the restriction's.
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
@@ -528,9 +529,11 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
 
     spy_on_solves(monkeypatch, spy)
     monkeypatch.setattr(driver, "time", Clock)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+                                     root=650.0)
     assert_plan_audited(model, r)
     assert len(calls) == 2
+    assert r.root_bound == pytest.approx(650)
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
     assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
     assert "no time was left to search the whole stable model, with other configurations" in r.message
@@ -622,6 +625,34 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     assert 10.0 < limits[0] <= 15.0 + 1e-9
     assert limits[1] > 20.0
 
+
+
+def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions(tmp_path, monkeypatch):
+    # Every guess comes back without a plan (stood in for, each with a bound of 5,000 of its restriction: a
+    # restriction may hold no plan below that while the stable model does, at 1,100) and the clock runs out
+    # (a fake clock jumps 1,000 s): the result has no plan, and its bound and root are the caller's (700, 650).
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    offset = [0.0]
+    real_clock = driver.time.perf_counter
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return real_clock() + offset[0]
+
+    def spy(*args, **kw):
+        offset[0] = 1_000.0
+        return SolveResult(Status.ERROR, "highs", bound=5_000.0, root_bound=4_000.0,
+                           message="no plan within the time limit")
+
+    spy_on_solves(monkeypatch, spy)
+    monkeypatch.setattr(driver, "time", Clock)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, root=650.0)
+    assert not r.status.has_plan
+    assert r.bound == pytest.approx(700) and r.root_bound == pytest.approx(650)
 
 def test_without_a_guide_the_configurations_stay_free(tmp_path, monkeypatch):
     # No point to choose configurations from (an LP stopped on the limit): the first plan comes from the

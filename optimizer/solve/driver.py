@@ -342,7 +342,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         x = first.x if first.status.has_plan else guide
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
-                                     else "the LP relaxation", lp_x=guide, executor=executor, search=True)
+                                     else "the LP relaxation", lp_x=guide, executor=executor, search=True,
+                                     root=first.root_bound)
     split = exact_split(model, a, first, solver,
                         None if time_limit is None else time_limit - (time.perf_counter() - t0),
                         gap, threads, incumbent, executor, carried, first_gap=guide_gap)
@@ -415,7 +416,8 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
-                          lp_x: np.ndarray | None = None, executor=None, search: bool = False) -> SolveResult:
+                          lp_x: np.ndarray | None = None, executor=None, search: bool = False,
+                          root: float | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -441,7 +443,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     ``bound`` (the model without stability limits; the driver raises it to
     the LP relaxation's where that is higher) and the whole stable model's
     own bound from step 3; the restriction's and the rounds' bounds prove
-    nothing for the stable model.
+    nothing for the stable model. The root bound reported is the better of
+    ``root`` (the model without limits' root) and the whole stable model's
+    root, never the restriction's.
     """
     mip = model.mip
     ids = mip.variables["config-used"].ids
@@ -519,8 +523,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                 best_obj = rec["after"]
     else:
         if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
-            first.solve_seconds = seconds
-            return first
+            # no plan and no time: the restriction's bounds prove nothing for the stable model, the caller's do
+            return dataclasses.replace(first, solve_seconds=seconds, bound=bound, root_bound=root, gap=None)
         # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's
         best_x, best_obj = None, None
         steps.append(f"the configurations {source} uses most admit no plan" if x is not None
@@ -528,11 +532,13 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     left = time_limit - (time.perf_counter() - t0)
     result = None
     proof = bound  # the whole stable model's own bound is a proof too
+    roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
     proof_from = "the plan's without stability limits, or the LP's"
     if left >= 1.0 and open_gap(best_obj):
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                               arrays=a)
         seconds += whole.solve_seconds
+        roots.append(whole.root_bound)
         if whole.bound is not None and whole.status.has_plan and (proof is None or whole.bound > proof):
             proof, proof_from = whole.bound, "the whole stable model's search"
         if whole.status.has_plan and (best_obj is None or whole.objective < best_obj - 1e-9):
@@ -556,6 +562,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.solve_seconds = seconds
     result.bound = None if proof is None else min(proof, result.objective)
     result.gap = relative_gap(result.objective, result.bound)
+    known_roots = [r for r in roots if r is not None and np.isfinite(r)]
+    result.root_bound = None if not known_roots else (
+        max(known_roots) if result.bound is None else min(max(known_roots), result.bound))
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +
