@@ -499,6 +499,22 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
     assert r.bound == pytest.approx(1_100, rel=1e-6)
 
 
+def fake_clock(monkeypatch) -> list[float]:
+    """The driver's clock, moved on by ``offset[0]`` seconds whenever a test sets it; returns ``offset``."""
+    from optimizer.solve import driver
+
+    offset = [0.0]
+    real_clock = driver.time.perf_counter
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return real_clock() + offset[0]
+
+    monkeypatch.setattr(driver, "time", Clock)
+    return offset
+
+
 def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path, monkeypatch):
     # The same search, but the clock runs out as the restriction's search ends (a fake clock jumps 1,000 s),
     # so no time is left for the whole model. The plan is the restriction's 1,200; its search proved 1,200
@@ -508,14 +524,7 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    offset = [0.0]
-    real_clock = driver.time.perf_counter
-
-    class Clock:
-        @staticmethod
-        def perf_counter():
-            return real_clock() + offset[0]
-
+    offset = fake_clock(monkeypatch)
     calls = []
     real = driver.backend_solve
 
@@ -528,7 +537,6 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
         return out
 
     spy_on_solves(monkeypatch, spy)
-    monkeypatch.setattr(driver, "time", Clock)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
                                      root=650.0)
     assert_plan_audited(model, r)
@@ -626,7 +634,6 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     assert limits[1] > 20.0
 
 
-
 def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions(tmp_path, monkeypatch):
     # Every guess comes back without a plan (stood in for, each with a bound of 5,000 of its restriction: a
     # restriction may hold no plan below that while the stable model does, at 1,100) and the clock runs out
@@ -635,21 +642,13 @@ def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    offset = [0.0]
-    real_clock = driver.time.perf_counter
-
-    class Clock:
-        @staticmethod
-        def perf_counter():
-            return real_clock() + offset[0]
-
+    offset = fake_clock(monkeypatch)
     def spy(*args, **kw):
         offset[0] = 1_000.0
         return SolveResult(Status.ERROR, "highs", bound=5_000.0, root_bound=4_000.0,
                            message="no plan within the time limit")
 
     spy_on_solves(monkeypatch, spy)
-    monkeypatch.setattr(driver, "time", Clock)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, root=650.0)
     assert not r.status.has_plan
     assert r.bound == pytest.approx(700) and r.root_bound == pytest.approx(650)
