@@ -798,8 +798,19 @@ def test_the_splits_root_bound_is_the_least_of_its_leaves_not_the_best_leafs(sol
     assert plan.result.root_bound == pytest.approx(900)
 
 
-def test_a_leaf_without_a_root_bound_counts_at_its_lp_bound(solve):
-    # The same split with the back end's own reports: HiGHS's presolve solves each leaf, so neither reports a
-    # root bound, and each counts at its LP bound: min(675, 1,100) = 675 (the numbers of the test above).
-    plan = solve(copy.deepcopy(FLIP))
-    assert plan.result.root_bound == pytest.approx(675)
+def test_a_leaf_without_a_root_bound_counts_at_its_lp_bound(solve, monkeypatch):
+    # The same split, its leaves reporting no root bound (as CBC, SCIP and CP-SAT do): each counts at its LP
+    # bound, min(675, 1,100) = 675 (the numbers of the test above).
+    def on_leaf(kw, out):
+        out.root_bound = None
+        return out
+
+    spy_on_leaves(monkeypatch, on_leaf)
+    assert solve(copy.deepcopy(FLIP)).result.root_bound == pytest.approx(675)
+
+
+def test_a_leaf_solved_at_its_root_has_its_bound_as_root_bound(solve):
+    # With HiGHS's own reports: its presolve solves each leaf, so each search ends at its root and the root
+    # proved what the search did: leaf B 1,200 (searched first, no cutoff), leaf A 1,100; the least, 1,100.
+    plan = solve(copy.deepcopy(FLIP), solver="highs")
+    assert plan.result.root_bound == pytest.approx(1_100)

@@ -11,7 +11,11 @@ not from its log:
   (``objective_function_value``, ``mip_dual_bound``);
 - the **root bound**: the dual bound HiGHS reports through its MIP
   interrupt callback while the node count is still 0, the last such value
-  (the bound after the root node's cuts);
+  (the bound after the root node's cuts), once the search has gone past
+  the root; a search that ends at the root (solved there, or by its
+  presolve) has its final bound as its root bound, and one stopped inside
+  the root (a time limit, a target) has none: its last value there could be
+  any early bound, below the LP's;
 - a start goes in with ``setSolution`` (HiGHS checks it and uses it as its
   first incumbent).
 
@@ -124,7 +128,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         used_start = "incumbent"
 
     log: list[str] = []
-    root = {"bound": None}
+    root = {"pending": None, "bound": None}  # the last node-0 bound; the root bound once past node 0
 
     def on_event(kind, message, data_out, data_in, user_data):
         if kind == highspy.cb.HighsCallbackType.kCallbackLogging:
@@ -133,7 +137,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
             if data_out.mip_node_count == 0:
                 b = float(data_out.mip_dual_bound)
                 if np.isfinite(b):
-                    root["bound"] = b
+                    root["pending"] = b
+            elif root["bound"] is None:
+                root["bound"] = root["pending"]
             primal = float(data_out.mip_primal_bound)  # +inf until the first plan
             if target is not None and np.isfinite(primal) and primal <= target:
                 data_in.user_interrupt = True
@@ -168,6 +174,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     bound = dual if dual is not None and np.isfinite(dual) else None
     if cut:
         bound = clip_to_cutoff(bound, cutoff)
+    if common["root_bound"] is None and mip_model and status == S.kOptimal and info.mip_node_count <= 1:
+        common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
     if not has_plan:
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
