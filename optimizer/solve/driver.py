@@ -51,7 +51,7 @@ from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import polish_periods
 from .polish import ROUNDS, polish, restrict
-from .result import SolveResult, Status, bound_error, relative_gap
+from .result import SolveResult, Status, best_root, bound_error, relative_gap
 from .split import configuration_use, exact_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -562,9 +562,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.solve_seconds = seconds
     result.bound = None if proof is None else min(proof, result.objective)
     result.gap = relative_gap(result.objective, result.bound)
-    known_roots = [r for r in roots if r is not None and np.isfinite(r)]
-    result.root_bound = None if not known_roots else (
-        max(known_roots) if result.bound is None else min(max(known_roots), result.bound))
+    result.root_bound = best_root(roots, result.bound)
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +

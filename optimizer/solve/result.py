@@ -114,6 +114,15 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 BOUND_TOLERANCE = 1e-6
 
 
+def best_root(roots, bound: float | None) -> float | None:
+    """The root bound to report: the highest of ``roots`` (root bounds each valid for the whole model; None or
+    infinite where unknown), never above the final ``bound``; None when none is known."""
+    known = [r for r in roots if r is not None and np.isfinite(r)]
+    if not known:
+        return None
+    return max(known) if bound is None else min(max(known), bound)
+
+
 def bound_error(objective: float, bound: float | None) -> str | None:
     """A message if ``bound`` lies above ``objective`` beyond :data:`BOUND_TOLERANCE`, else None.
 

@@ -31,7 +31,7 @@ from ..model.mip import Arrays
 from ..model.presolve import Model
 from ..model.strengthen import training_cover
 from .backends import solve as backend_solve, solve_relaxation
-from .result import SolveResult, Status, relative_gap
+from .result import SolveResult, Status, best_root, relative_gap
 
 #: a request class limited to one configuration is split into one stable solve per candidate
 #: configuration when it has at most this many candidates
@@ -379,7 +379,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     proven = best.gap is not None and best.gap <= gap + 1e-12
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
     best.leaf_bounds = leaf_proofs
-    best.root_bound = split_root(first.root_bound, roots.values(), best.bound)
+    # a leaf's own root proves nothing for the others: the least of them is the split's root, unless the
+    # model without limits' root (a relaxation of every leaf) is higher
+    best.root_bound = best_root([first.root_bound, min(roots.values(), default=None)], best.bound)
     best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
                     f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
@@ -388,20 +390,6 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + ("; split as its solved neighbours were, without the model without limits"
                        if classes is not None else ""))
     return best
-
-
-def split_root(first_root: float | None, leaf_roots, bound: float | None) -> float | None:
-    """The split's root bound: the least of its leaves' root bounds, or the root bound of the model without
-    limits (a relaxation of every leaf) where that is higher; never above the final ``bound``.
-
-    A leaf's own root bound proves nothing for the others, so the best leaf's is not the split's.
-    """
-    least = min(leaf_roots, default=None)
-    known = [v for v in (first_root, least) if v is not None and np.isfinite(v)]
-    if not known:
-        return None
-    root = max(known)
-    return root if bound is None else min(root, bound)
 
 
 def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str]]:
