@@ -429,10 +429,14 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
 
 def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     """Term block of every (reserved offering, period): block = ⌊month ÷ term_months⌋."""
-    res = O[O["pricing"] == "reserved"][["offering", "term_months"]]
-    pb = res.merge(P[["period", "month"]], how="cross")
-    pb["block"] = (pb["month"] // pb["term_months"].astype(int)).astype(int)
-    return pb[["offering", "period", "block"]]
+    res = O[O["pricing"] == "reserved"]
+    # every reserved offering × every period, offering-major (the rows a cross join gives), built by position
+    oi, pi = np.repeat(np.arange(len(res)), len(P)), np.tile(np.arange(len(P)), len(res))
+    term = res["term_months"].to_numpy().astype(int)[oi]
+    month = P["month"].to_numpy().astype(int)[pi]
+    return pd.DataFrame({"offering": res["offering"].iloc[oi].reset_index(drop=True),
+                         "period": P["period"].iloc[pi].reset_index(drop=True),
+                         "block": (month // term).astype(int)})
 
 
 def reserved_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:

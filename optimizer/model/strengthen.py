@@ -34,6 +34,7 @@ exact split's leaves get (:mod:`optimizer.solve.split`):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -123,21 +124,24 @@ def service_gpu_floor(d) -> pd.DataFrame:
     return out
 
 
-def _groups(d, every_type: bool = False) -> pd.DataFrame:
-    """Service groups S and the offerings O_S they can use per period: columns group, service, period, offering.
+def _groups(d) -> pd.DataFrame:
+    """Service groups S and the offerings O_S they can use per period: columns group, service, period,
+    offering, and ``shared`` (a GPU type's group of two or more services).
 
-    One group per service, and one per GPU type holding every service whose
-    configurations all use that type (with ``every_type``, also a type used by
-    one such service only; else that row would repeat the service's own).
+    One group per service (``s:``), and one per GPU type (``g:``) holding
+    every service whose configurations all use that type. ``unit-floor``
+    takes the service groups and the shared type groups (a type group of one
+    service repeats its service's row); ``cluster-unit-floor`` takes every
+    type group.
     """
     io = d.inference_options[["service", "offering", "period", "gpu"]].drop_duplicates()
-    groups = [io[["service", "period", "offering"]].assign(group="s:" + io["service"].astype(str))]
+    groups = [io[["service", "period", "offering"]].assign(group="s:" + io["service"].astype(str), shared=False)]
     one_type = io.groupby("service")["gpu"].nunique()
     t = io[io["service"].isin(set(one_type[one_type == 1].index))]
     if len(t):
         n_in = t.groupby("gpu")["service"].nunique()
-        t = t[t["gpu"].isin(set(n_in[n_in > (0 if every_type else 1)].index))]
-        groups.append(t[["service", "period", "offering"]].assign(group="g:" + t["gpu"].astype(str)))
+        shared = t["gpu"].map(n_in).to_numpy() > 1
+        groups.append(t[["service", "period", "offering"]].assign(group="g:" + t["gpu"].astype(str), shared=shared))
     return pd.concat(groups, ignore_index=True)
 
 
@@ -158,6 +162,37 @@ def _held_of_groups(g: pd.DataFrame, held: pd.DataFrame) -> tuple[pd.DataFrame, 
     return h, per.drop(columns=["gmin", "gmax"]).reset_index()
 
 
+@dataclass(frozen=True)
+class GroupTables:
+    """What both floor families read, computed once per model: the groups (:func:`_groups`), their floors
+    L (:func:`_group_floor`, with ``shared``), their held-units terms and per-(group, period) unit data
+    (:func:`_held_of_groups`)."""
+
+    groups: pd.DataFrame
+    floor: pd.DataFrame
+    terms: pd.DataFrame
+    per: pd.DataFrame
+
+    @classmethod
+    def of(cls, d, held: pd.DataFrame) -> "GroupTables":
+        g = _groups(d)
+        floor = _group_floor(d, g).merge(g[["group", "shared"]].drop_duplicates("group"), on="group")
+        terms, per = _held_of_groups(g, held)
+        return cls(g, floor, terms, per)
+
+
+def _group_tables(d, vt: dict) -> GroupTables:
+    """:class:`GroupTables` of this model, kept on ``d`` for the family that asks second (both floor families
+    read the same tables; a model of other held units gets its own)."""
+    held = vt["units-held"]
+    cached = getattr(d, "_group_tables", None)
+    if cached is not None and cached[0] is held:
+        return cached[1]
+    gt = GroupTables.of(d, held)
+    object.__setattr__(d, "_group_tables", (held, gt))
+    return gt
+
+
 def add_unit_floor(m: MIP, d, vt: dict) -> None:
     """``unit-floor``: Σ_{o∈O_S} G_o·H_{o,p} ≥ L_{S,p}, rounded to whole units where every G_o is the same.
 
@@ -165,12 +200,11 @@ def add_unit_floor(m: MIP, d, vt: dict) -> None:
     type; O_S the offerings S can use in period p; L_{S,p} the sum of its
     services' :func:`service_gpu_floor`.
     """
-    g = _groups(d)
-    lb = _group_floor(d, g)
-    lb = lb[lb["lb"] > 0]
+    gt = _group_tables(d, vt)
+    lb = gt.floor[(gt.floor["lb"] > 0) & (gt.floor["group"].str.startswith("s:") | gt.floor["shared"])]
     if lb.empty:
         return
-    h, per = _held_of_groups(g, vt["units-held"])
+    h, per = gt.terms, gt.per
     keys = ["group", "period"]
     rows = lb.merge(per, on=keys)
     whole = rows["Gu"].notna().to_numpy()
@@ -198,14 +232,12 @@ def add_cluster_unit_floor(m: MIP, d, vt: dict) -> None:
     w = w[w["mode"] == "shared"]
     if w.empty:
         return
-    g = _groups(d, every_type=True)
-    g = g[g["group"].str.startswith("g:")]
+    gt = _group_tables(d, vt)
+    g = gt.groups[gt.groups["group"].str.startswith("g:")]
     if g.empty:
         return
-    lb = _group_floor(d, g)
-    h, per = _held_of_groups(g, vt["units-held"])
-    keys = ["group", "period"]
-    per = per.merge(lb, on=keys)
+    h, keys = gt.terms, ["group", "period"]
+    per = gt.per.merge(gt.floor[["group", "period", "lb"]], on=keys)
     wk = ["job", "config", "offering", "period", "mode"]
     # the placements on an offering of the group
     on = g[["group", "period", "offering"]].drop_duplicates().merge(w[wk + ["gpus", "var"]],

@@ -229,21 +229,19 @@ def _precheck_jobs(problem: Problem, cands: Candidates, data) -> list[dict]:
     tc = cands.training
     topt = data.training_options
     P = problem.periods
+    # the most of a job each configuration can do in its window: every period's hours at the best rate
+    # among its placements (a job runs at most the period's hours in a period); one pass over every job
+    best = topt.groupby(["job", "config", "period"]).agg(rate=("rate", "max"), hours=("period_hours", "first"))
+    can_of = (best["rate"] * best["hours"]).groupby(level=["job", "config"]).sum()
+    with_candidates, placed = set(tc["job"]), set(can_of.index.get_level_values("job"))
     for j in problem.jobs:
-        mine = tc[tc["job"] == j.name]
-        if mine.empty:
+        if j.name not in with_candidates:
             out.append(_no_fit_job(problem, j))
             continue
-        opts = topt[topt["job"] == j.name]
-        if opts.empty:
-            out.append(_placement_job(problem, j, mine))
+        if j.name not in placed:
+            out.append(_placement_job(problem, j, tc[tc["job"] == j.name]))
             continue
-        # the most of the job each configuration can do in its window: every period's hours at the best
-        # rate among its placements (a job runs at most the period's hours in a period)
-        best = opts.groupby(["config", "period"], as_index=False).agg(rate=("rate", "max"),
-                                                                        hours=("period_hours", "first"))
-        best["can"] = best["rate"] * best["hours"]
-        can = best.groupby("config")["can"].sum()
+        can = can_of.xs(j.name, level="job")
         if (can < 1.0 - TOL).all():
             c = str(can.idxmax())
             window = float(P.loc[(P["month"] >= j.start_month) & (P["month"] <= j.deadline_month), "hours"].sum())
