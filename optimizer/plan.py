@@ -18,7 +18,7 @@ import pandas as pd
 from .candidates import Candidates
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months,
-                                discount_factors, horizon_end_month, monthly_flow_pv, period_blocks)
+                                discount_factors, horizon_end_month, monthly_flow_pv)
 from .model.mip import MIP
 from .schema import PAY_PER_HOUR
 from .model.presolve import Model
@@ -241,13 +241,18 @@ def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     ``hours``, the row's position ``_c`` and the period's position ``_p``, in
     row order, then period order.
     """
-    r = rows.reset_index(drop=True).assign(_c=np.arange(len(rows)))
-    per = P[["month", "hours"]].rename_axis("period").reset_index().assign(_p=np.arange(len(P)))
-    reserved = r["pricing"] == "reserved"
-    blocks = period_blocks(O.rename_axis("offering").reset_index(), per)
-    x = pd.concat([r[reserved].merge(blocks, on=["offering", "block"]).merge(per, on="period"),
-                   r[~reserved].merge(per, how="cross")], ignore_index=True)
-    return x.sort_values(["_c", "_p"], kind="stable").reset_index(drop=True)
+    r = rows.reset_index(drop=True)
+    month = P["month"].to_numpy().astype(int)
+    # holds[c, p]: row c holds its units in period p (a reserved row: the period's month is in its block)
+    holds = np.ones((len(r), len(P)), dtype=bool)
+    reserved = (r["pricing"] == "reserved").to_numpy()
+    if reserved.any():
+        term = r.loc[reserved, "offering"].map(O["term_months"]).to_numpy().astype(int)
+        holds[reserved] = month[None, :] // term[:, None] == r.loc[reserved, "block"].to_numpy().astype(int)[:, None]
+    c, p = np.nonzero(holds)  # row-major: row order, then period order
+    return r.iloc[c].reset_index(drop=True).assign(
+        _c=c.astype(np.int64), period=P.index[p], month=P["month"].to_numpy()[p],
+        hours=P["hours"].to_numpy()[p], _p=p.astype(np.int64))
 
 
 def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) -> pd.DataFrame:
