@@ -121,6 +121,45 @@ def _machines(tr: pd.DataFrame, lanes: pd.DataFrame, h: float) -> tuple[list[dic
     return machines, load
 
 
+def _perfect_matching(a: np.ndarray, adj: list[list[int]], col_of_row: np.ndarray) -> bool:
+    """Complete the matching ``col_of_row`` (−1: row unmatched) to a perfect one on the entries of ``a``
+    above :data:`TOLERANCE`, in place; ``adj`` lists each row's columns in the order to try them.
+
+    Augmenting paths found breadth first from each unmatched row (Kuhn
+    1955): a row reaches the columns of its positive entries, a matched
+    column leads on to its row, and a free column ends the path, along which
+    every row takes the column that reached it. False when some row has no
+    augmenting path (then there is no perfect matching).
+    """
+    row_of_col = np.full(a.shape[1], -1)
+    for i in np.flatnonzero(col_of_row >= 0):
+        row_of_col[col_of_row[i]] = i
+    for root in np.flatnonzero(col_of_row < 0).tolist():
+        came_from: dict[int, int] = {}  # column -> the row that reached it
+        queue, head, free = [root], 0, -1
+        while head < len(queue) and free < 0:
+            i = queue[head]
+            head += 1
+            row = a[i]
+            for j in adj[i]:
+                if j in came_from or row[j] <= TOLERANCE:
+                    continue
+                came_from[j] = i
+                if row_of_col[j] < 0:
+                    free = j
+                    break
+                queue.append(int(row_of_col[j]))
+        if free < 0:
+            return False
+        j = free
+        while j >= 0:  # flip the path: each row on it takes the column that reached it
+            i = came_from[j]
+            before = int(col_of_row[i])
+            col_of_row[i], row_of_col[j] = j, i
+            j = before
+    return True
+
+
 def _open_shop(load: pd.DataFrame, h: float) -> list[tuple[int, int, float, float]]:
     """A preemptive schedule of ``load`` (jobs × machines, hours) in [0, h]: (job, machine, start, end) runs.
 
@@ -140,24 +179,37 @@ def _open_shop(load: pd.DataFrame, h: float) -> list[tuple[int, int, float, floa
     a[:nj, nm:] = np.diag(scale - p.sum(axis=1))
     a[nj:, :nm] = np.diag(scale - p.sum(axis=0))
     a[nj:, nm:] = p.T
-    # imported here: scipy.optimize is a quarter of a second of every command's start, and only plans with
-    # clusters sharing a pool need it
-    from scipy.optimize import linear_sum_assignment
-
+    # the columns each row may take, work first: a job its machines before its idle column, a machine's idle
+    # row the pairings of idle time (columns >= nm) before its own idle column. Entries only ever shrink
+    # to zero, so the lists are made once and a used-up entry is skipped.
+    adj = []
+    for i in range(n):
+        cols = np.flatnonzero(a[i] > TOLERANCE)
+        adj.append((cols if i < nj else np.concatenate([cols[cols >= nm], cols[cols < nm]])).tolist())
     runs: list[list] = []
+    last_run: dict[tuple[int, int], list] = {}  # the latest run of each (job, machine), to extend
     t = 0.0
+    col_of_row = np.full(n, -1)  # the perfect matching, kept from slice to slice and repaired
     while a.max() > TOLERANCE:
-        r, c = linear_sum_assignment(np.where(a > TOLERANCE, 0.0, 1.0))
-        if (a[r, c] <= TOLERANCE).any():  # cannot happen for a matrix of equal line sums (Birkhoff–König)
+        # every line sum is still the same (the time left), so a perfect matching on the positive entries
+        # exists (Birkhoff–König). Work first: the last slice's jobs keep the machines they still have hours
+        # on, every idle pairing is undone, and the free rows take real work before idle time where they can
+        keep = np.arange(n) < nj
+        keep &= (col_of_row >= 0) & (col_of_row < nm)
+        keep &= a[np.arange(n), np.where(keep, col_of_row, 0)] > TOLERANCE
+        col_of_row[~keep] = -1
+        if not _perfect_matching(a, adj, col_of_row):  # cannot happen for equal line sums
             raise NoTimetable(f"no perfect matching left with {a.sum():g} h unscheduled")
+        r, c = np.arange(n), col_of_row.copy()
         step = float(a[r, c].min())
-        for i, j in zip(r, c):
-            if i < nj and j < nm:
-                last = next((x for x in reversed(runs) if x[0] == i and x[1] == j), None)
+        for i, j in zip(r[:nj].tolist(), c[:nj].tolist()):
+            if j < nm:
+                last = last_run.get((i, j))
                 if last is not None and abs(last[3] - t) <= TOLERANCE:
                     last[3] = t + step
                 else:
-                    runs.append([int(i), int(j), t, t + step])
+                    last_run[(i, j)] = [i, j, t, t + step]
+                    runs.append(last_run[(i, j)])
         a[r, c] -= step
         a[a <= TOLERANCE] = 0.0
         t += step

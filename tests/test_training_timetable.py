@@ -120,16 +120,44 @@ def _check(tt: pd.DataFrame, training: pd.DataFrame, h: float) -> None:
 
 def test_a_job_split_across_lanes_and_offerings_never_runs_twice_at_once():
     # A 10-h period. Pool "own" has two 16-GPU lanes; a, b, c (16 GPUs) run 8, 7 and 5 h there (20 h = two
-    # full lanes, so b is split: 2 h in lane 1 after a, 5 h in lane 2). b also runs 3 h on "node": its
-    # 10 h are the whole period, so its three pieces must follow each other exactly.
+    # full lanes: a whole in lane 1, b whole in lane 2, c split 3 h + 2 h over what is left). b also runs
+    # 3 h on "node": its 10 h are the whole period, so its pieces must follow each other exactly.
     tr = pd.DataFrame([("a", "p", "own", "shared", 16, 0, 8.0), ("b", "p", "own", "shared", 16, 0, 7.0),
                        ("c", "p", "own", "shared", 16, 0, 5.0), ("b", "p", "node", "hourly", 16, 2, 3.0)],
                       columns=["job", "period", "offering", "mode", "gpus", "billed_units", "hours"])
     lanes = pd.DataFrame([("own", "p", "shared", 16, 2)], columns=["offering", "period", "mode", "size", "lanes"])
     tt = timetable(tr, lanes, pd.Series({"p": 10.0}))
     _check(tt, tr, 10.0)
-    b = tt[tt["job"] == "b"]
-    assert b["hours"].sum() == pytest.approx(10.0) and len(b) >= 3
+    b = tt[tt["job"] == "b"].sort_values("start_hour")
+    assert b["hours"].sum() == pytest.approx(10.0) and set(b["offering"]) == {"own", "node"}
+    assert b["start_hour"].iloc[0] == pytest.approx(0.0) and b["end_hour"].iloc[-1] == pytest.approx(10.0)
+    assert b["start_hour"].to_numpy()[1:] == pytest.approx(b["end_hour"].to_numpy()[:-1])
+    c = tt[tt["job"] == "c"]
+    assert c["hours"].sum() == pytest.approx(5.0) and set(c["lane"]) == {1, 2}
+
+
+def test_every_load_a_period_can_hold_is_laid_out_in_it():
+    # Gonzalez and Sahni: a jobs x machines matrix of hours whose every row and column sums to at most h has a
+    # preemptive schedule of length h. 300 random matrices (up to 7 x 7, 40 % zeros), each scaled so its
+    # largest line sum is 30-100 % of h; checked here without the module: each (job, machine) gets exactly its
+    # hours, inside [0, h], and no job or machine does two things at once.
+    from optimizer.timetable import TOLERANCE, _open_shop
+
+    rng = np.random.default_rng(20261127)
+    h = 100.0
+    for _ in range(300):
+        p = rng.random((rng.integers(1, 8), rng.integers(1, 8)))
+        p *= rng.random(p.shape) < 0.6
+        p *= h * rng.uniform(0.3, 1.0) / max(p.sum(axis=1).max(), p.sum(axis=0).max(), 1e-9)
+        runs = _open_shop(pd.DataFrame(p), h)
+        got = np.zeros_like(p)
+        for i, j, start, end in runs:
+            assert -1e-9 <= start < end <= h + 1e-6
+            got[i, j] += end - start
+        assert got == pytest.approx(np.where(p < TOLERANCE, 0.0, p), abs=1e-6)
+        for (i, j, s1, e1), (i2, j2, s2, e2) in itertools.combinations(runs, 2):
+            if i == i2 or j == j2:
+                assert e1 <= s2 + 1e-6 or e2 <= s1 + 1e-6
 
 
 def test_hours_that_do_not_fit_the_lanes_raise():
