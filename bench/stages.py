@@ -1,0 +1,73 @@
+"""Benchmark: what one solve spends outside the solver, stage by stage (not a timed test).
+
+A small problem's solve is a few tens of milliseconds; the pipeline around
+it (pre-check, model build, plan, audit) is what a rent-versus-buy run or a
+sweep of small problems pays 20 or 100 times. For each problem file this
+prints the least time of ``--repeat`` runs of each stage (the least, since
+other processes on a shared machine only ever add time), and the
+machine's load average.
+
+    python bench/stages.py                                   # the rent-versus-buy example
+    python bench/stages.py problems/q3-profiled.yaml --repeat 3
+    python bench/stages.py problems/rent-vs-buy-3y.yaml --set 'finance.discount_rate=0.1'
+
+docs/performance.md ("What a small solve costs besides the solver") reports the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def least(f, repeat: int) -> float:
+    """The least wall-clock seconds of ``repeat`` calls of ``f``."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("problems", nargs="*", default=[str(ROOT / "problems" / "rent-vs-buy-3y.yaml")])
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each stage; the least time is reported")
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="PATH=VALUE, as on the command line")
+    args = ap.parse_args(argv)
+
+    from optimizer.audit import audit
+    from optimizer.candidates import build_candidates
+    from optimizer.load import load_problem
+    from optimizer.model import presolve
+    from optimizer.plan import extract
+    from optimizer.solve import driver
+    from optimizer.studies.precheck import precheck
+
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{'problem':<28} {'columns':>8} {'candidates':>10} {'build':>8} {'pre-check':>9} {'solve':>8} "
+          f"{'plan':>8} {'audit':>8}   (ms, least of {args.repeat})")
+    for path in args.problems:
+        problem = load_problem(path, sets=args.sets)
+        cands_s = least(lambda: build_candidates(problem), args.repeat)
+        cands = build_candidates(problem)
+        model = presolve.build(problem, cands)
+        build_s = least(lambda: presolve.build(problem, cands), args.repeat)
+        pre_s = least(lambda: precheck(problem, cands, model.data), args.repeat)
+        result = driver.solve(model)
+        solve_s = least(lambda: driver.solve(model), args.repeat)
+        plan = extract(model, result)
+        plan_s = least(lambda: extract(model, result), args.repeat)
+        audit_s = least(lambda: audit(plan), args.repeat) if plan.status.has_plan else float("nan")
+        print(f"{Path(path).name:<28} {model.mip.n_vars:>8} {1000 * cands_s:>10.0f} {1000 * build_s:>8.0f} "
+              f"{1000 * pre_s:>9.0f} {1000 * solve_s:>8.0f} {1000 * plan_s:>8.0f} {1000 * audit_s:>8.0f}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
