@@ -145,7 +145,8 @@ def test_solve_reports_the_periods_apart_bound_through_the_cli(tmp_path):
     assert d["commitments"] == b["commitments"] and d["inference"] == b["inference"]
 
 
-@pytest.mark.parametrize("command", [["solve"], ["rentbuy"], ["sweep", "--vary", "offerings[res].price_per_hour=40:50:2"]])
+@pytest.mark.parametrize("command", [["solve"], ["rentbuy"],
+                                     ["sweep", "--vary", "offerings[res].price_per_hour=40:50:2"]])
 def test_scheduler_without_dask_is_a_usage_error(tmp_path, command):
     # every command with --workers/--executor/--scheduler refuses it before any solve
     from click.testing import CliRunner

@@ -765,7 +765,8 @@ def test_a_notebook_hands_an_earlier_plan_to_solve(tmp_path):
 def test_a_restriction_within_the_gap_reports_the_relaxations_bound_not_its_own(tmp_path, monkeypatch):
     # Stages 2 and 3 (the split stood down, as for a limit above one). FLIP without limits: 700. Stage 2,
     # with no extra candidate, keeps B, the configuration most used (1,000 rps·h against 100): 600 + 600 =
-    # 1,200, which its own search proves. With a 75 % gap, (1,200 - 700) / 1,200 = 41.7 % is within it, so 1,200 is returned as optimal.
+    # 1,200, which its own search proves. With a 75 % gap, (1,200 - 700) / 1,200 = 41.7 % is within it, so
+    # 1,200 is returned as optimal.
     # Its proof is the 700 of the model without limits: the restriction's 1,200 is above the stable
     # optimum (A in both periods, 1,100) and proves nothing for it; so is the restriction's root.
     from optimizer.solve import driver
