@@ -325,6 +325,26 @@ class MIP:
             self._obj.append(terms[["var", "coef"]])
         self.objective_constant += float(constant)
 
+    def repriced(self, costs: "MIP") -> "MIP":
+        """This model with the objective of ``costs`` (a model that holds only an objective on these variables).
+
+        Variables and constraint blocks are shared, not copied: neither is changed after the build.
+        """
+        return replace(self, constraints=dict(self.constraints), _obj=list(costs._obj),
+                                   objective_constant=costs.objective_constant)
+
+    def replace_block(self, block: ConBlock) -> None:
+        """Put ``block`` in the place of the constraint block of its name, which has as many rows.
+
+        ``block`` is built as if it were added last (row ids from the number of rows); it is moved to the
+        old block's rows.
+        """
+        old = self.constraints[block.name]
+        if block.size != old.size:
+            raise ValueError(f"block {block.name}: {block.size} rows in place of {old.size}")
+        shift = old.start - block.start
+        self.constraints[block.name] = replace(block, start=old.start, rows=block.rows + shift)
+
     def objective_terms(self) -> pd.DataFrame:
         if not self._obj:
             return pd.DataFrame({"var": np.array([], dtype=np.int64), "coef": np.array([], dtype=float)})

@@ -39,6 +39,7 @@ import pandas as pd
 from ..solve.backends import DEFAULT_SOLVER, Status
 from ..candidates import Candidates, build_candidates
 from ..model.formulation import discount_factors, horizon_end_month, owned_unit_costs
+from ..model.reprice import Models, candidates_digest, models_in_this_process
 from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from ..pipeline import run
 from ..plan import Plan
@@ -190,11 +191,20 @@ def make_solver(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: floa
     return Solves(cands, options, executor), cands
 
 
-def solve_copy(task: tuple[Problem, Candidates, dict]) -> tuple[Plan, float]:
-    """Solve one copy of the problem (in this process or on a worker): its plan and the wall seconds it took."""
-    problem, cands, options = task
+def solve_copy(task: tuple[Problem, Models | tuple[bytes, Candidates], dict]) -> tuple[Plan, float]:
+    """Solve one copy of the problem (in this process or on a worker): its plan and the wall seconds it took.
+
+    The second item is the models built so far (:class:`Models`) in this
+    process, or on a worker the candidates with their digest, by which the
+    worker keeps its own (:func:`models_in_this_process`). Either way a copy
+    that changes only prices is re-priced rather than built.
+    """
+    problem, models, options = task
     t0 = time.perf_counter()
-    plan = run(problem, candidates=cands, **options)
+    if not isinstance(models, Models):
+        digest, cands = models
+        models = models_in_this_process(cands, digest)
+    plan = run(problem, models=models, **options)
     return plan, time.perf_counter() - t0
 
 
@@ -214,11 +224,19 @@ class Solves:
     problem without new units of the one owned offering is the ``rent``
     strategy's when the problem owns a single offering (its key is the
     problem's pickled bytes, so only a copy equal to the byte is shared).
+
+    A copy that differs from one solved before in the same process only in
+    prices (the sensitivity's capex, lifetime, residual value, electricity,
+    fixed costs, discount rate and cloud prices; the break-even's capex
+    probes) gets that copy's model re-priced instead of built
+    (:mod:`optimizer.model.reprice`); each worker keeps its own models.
     """
 
     def __init__(self, cands: Candidates, options: dict, executor=None):
         self.cands, self.options = cands, options
         self.executor = executor if executor is not None and executor.workers > 1 else None
+        # in this process the models themselves; a worker gets the candidates and keeps its models by their digest
+        self.models = Models(cands) if self.executor is None else (candidates_digest(cands), cands)
         self._gate = threading.Condition()
         self._free = 0 if self.executor is None else self.executor.workers
         self._first_in_line = 0
@@ -243,7 +261,7 @@ class Solves:
         return self._asked[key]
 
     def _start(self, problem: Problem, first: bool):
-        task = (problem, self.cands, self.options)
+        task = (problem, self.models, self.options)
         if self.executor is None:
             return Inline().submit(solve_copy, task)
         with self._gate:
