@@ -126,6 +126,30 @@ def test_a_point_solved_between_two_solved_ones_starts_from_their_plans(tmp_path
     assert len(calls) > 2 and calls == list(range(len(calls)))
 
 
+def test_a_sweep_solves_where_the_plans_cross_not_at_midpoints(tmp_path, monkeypatch):
+    # a at p $/GPU-h costs 500·p, b costs 1,000: the lines cross at p = 2. Along 1.0:3.05:21 the step is
+    # 0.1025, so p = 2 is at index 9.76. After the ends (a at 0, 500; b at 20, 1,000) the point nearest the
+    # crossing is 10 (p = 2.025: b, 1,000); between 0 (a) and 10 (b) the lines cross at 9.76 again, so 9
+    # (p = 1.9225: a, 961.25). Then each stretch has one plan at both ends and is settled: 4 solves. Halving
+    # the stretches solved 0, 20, 10, 5, 7, 8, 9: 7 solves.
+    import optimizer.pipeline as pipeline
+
+    real, solved = pipeline.run, []
+
+    def spy(problem, *args, **kw):
+        plan = real(problem, *args, **kw)
+        assert_audited(plan)
+        solved.append(round(float(problem.offerings.at["a", "price_per_hour"]), 4))
+        return plan
+
+    monkeypatch.setattr(pipeline, "run", spy)
+    path = write_problem(tmp_path, two_offerings())
+    sw = api.sweep(path, vary="offerings[a].price_per_hour=1.0:3.05:21", solver="highs")
+    assert solved == [1.0, 3.05, 2.025, 1.9225]
+    assert [p["objective"] for p in sw.points] == pytest.approx([500 * min(1.0 + 0.1025 * i, 2.0) for i in range(21)])
+    assert len(settled(sw)) == 17
+
+
 class _Clock:
     """A virtual clock and a pool of ``workers`` servers on it: each task takes ``duration(index)`` units."""
 

@@ -63,9 +63,10 @@ def _blank(tree):
 def structure_key(problem: Problem) -> bytes:
     """A digest of everything of ``problem`` the model's structure can depend on.
 
-    The problem's tables and file with every price field blanked. Left out:
-    the file's path, the overrides' record, the warnings and the excluded
-    offerings' list, which the build never reads.
+    The problem's tables and file with every price field blanked, and the
+    file's path (the sizing reads reference files beside it). Left out: the
+    overrides' record, the warnings and the excluded offerings' list, which
+    neither the candidates nor the build read.
     """
     O = problem.offerings.copy()
     for c in PRICE_FIELDS:
@@ -75,7 +76,7 @@ def structure_key(problem: Problem) -> bytes:
     digest = hashlib.sha256()
     # each part pickled alone: pickle refers back to an object met before, so two equal problems whose
     # parts share different objects would pickle differently as one tuple
-    for part in (problem.periods, O, problem.services, problem.jobs, spec, problem.catalog_version):
+    for part in (problem.file, problem.periods, O, problem.services, problem.jobs, spec, problem.catalog_version):
         digest.update(hashlib.sha256(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)).digest())
     return digest.digest()
 
@@ -167,9 +168,20 @@ class Models:
         return model
 
 
-#: The models a worker process keeps from task to task, by the digest of their candidates (the last few).
+#: The models a process (a worker) keeps from task to task: by the digest of their candidates, or by the
+#: structure of their problem (the last few).
 _IN_THIS_PROCESS: OrderedDict[bytes, Models] = OrderedDict()
 KEEP_CANDIDATE_SETS = 2
+
+
+def _kept(key: bytes, make) -> Models:
+    models = _IN_THIS_PROCESS.get(key)
+    if models is None:
+        models = _IN_THIS_PROCESS[key] = make()
+        while len(_IN_THIS_PROCESS) > KEEP_CANDIDATE_SETS:
+            _IN_THIS_PROCESS.popitem(last=False)
+    _IN_THIS_PROCESS.move_to_end(key)
+    return models
 
 
 def candidates_digest(candidates: Candidates) -> bytes:
@@ -185,10 +197,17 @@ def models_in_this_process(candidates: Candidates, digest: bytes) -> Models:
     prices, as one process does. The digest is the candidates' content, so
     tasks of another problem never meet these models.
     """
-    models = _IN_THIS_PROCESS.get(digest)
-    if models is None:
-        models = _IN_THIS_PROCESS[digest] = Models(candidates)
-        while len(_IN_THIS_PROCESS) > KEEP_CANDIDATE_SETS:
-            _IN_THIS_PROCESS.popitem(last=False)
-    _IN_THIS_PROCESS.move_to_end(digest)
-    return models
+    return _kept(b"candidates:" + digest, lambda: Models(candidates))
+
+
+def models_of_structure(problem: Problem) -> Models:
+    """The :class:`Models` this process keeps for problems of ``problem``'s structure (:func:`structure_key`).
+
+    For a sweep along a price, whose points are rebuilt from the file in
+    each task: the candidates do not depend on prices either (they are
+    sized from the workloads and the GPU types), so a point of a structure
+    met before skips both the candidates and the build.
+    """
+    from ..candidates import build_candidates
+
+    return _kept(b"structure:" + structure_key(problem), lambda: Models(build_candidates(problem)))

@@ -29,9 +29,11 @@ model is built and checked against both solved neighbours:
 - the plan meets every row of the point's own model.
 
 Otherwise the point is solved, as it would have been. The sweep solves
-the ends of each line of the grid, then the midpoints of the intervals it
-cannot settle (a bisection), so a sweep with B changes of plan costs about
-B·log2(points) solves instead of one per point. Each of those solves starts
+the ends of each line of the grid, then, in each interval it cannot
+settle, the point where its two ends' plans cost the same (where U − L
+below is largest: a breakpoint search, as Eisner and Severance's for
+parametric programs, on the grid), so a sweep with B changes of plan costs
+about 2·B + 2 solves when no third plan is hidden, instead of one per point. Each of those solves starts
 from its two neighbours' plans (plans of its own model too), so the search
 cuts off from the start whatever costs more than the cheaper of them, and
 from their splits' proofs: each leaf of the exact split is a smaller model

@@ -176,8 +176,11 @@ def solve_task(task: dict) -> dict:
     the cheapest of them that is a plan of its own model
     (:func:`optimizer.solve.driver.known_plan`), and with both
     anchors the bounds their splits proved, carried to its own
-    (:func:`optimizer.studies.parametric.leaf_bounds`).
+    (:func:`optimizer.studies.parametric.leaf_bounds`). A point whose
+    problem differs from one met before in this process only in prices gets
+    that one's model re-priced (:func:`optimizer.model.reprice.models_of_structure`).
     """
+    from ..model.reprice import models_of_structure
     from ..pipeline import run
     from .whatif import build, summary
 
@@ -198,7 +201,7 @@ def solve_task(task: dict) -> dict:
         left, right = Anchor(**task["left"]), Anchor(**task["right"])
         carried = partial(leaf_bounds, t=task["t"], left=left, right=right)
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
-               threads=task["threads"], known=known, leaf_bounds=carried)
+               threads=task["threads"], known=known, leaf_bounds=carried, models=models_of_structure(problem))
     out = {"index": task["index"], **summary(plan)}
     if task.get("t") is not None:
         from .parametric import anchor
@@ -211,13 +214,13 @@ def solve_task(task: dict) -> dict:
 def _settle_task(task: dict, problem) -> dict | None:
     """The point's summary with its plan proven from the task's two anchors, or None (then it is solved)."""
     from ..audit import audit
-    from ..candidates import build_candidates
-    from ..model import presolve
+    from ..model.reprice import models_of_structure
     from ..plan import extract
     from .parametric import Anchor, settle
     from .whatif import summary
 
-    model = presolve.build(problem, build_candidates(problem))
+    # the point's own model: built, or re-priced from a point of the same structure solved in this process
+    model = models_of_structure(problem).build(problem)
     if model.mip.infeasible_rows:
         return None
     left, right = Anchor(**task["left"]), Anchor(**task["right"])
@@ -307,8 +310,9 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     stretch between two solved points, either
     every point inside is predicted settled by the two
     (:func:`~optimizer.studies.parametric.predict`) and is sent to be
-    settled (each checked on its own model, solved if that fails), or its
-    midpoint is solved, starting from the cheapest plan solved on the line
+    settled (each checked on its own model, solved if that fails), or the
+    point where the two plans' costs cross (:func:`_probe_point`) is solved,
+    starting from the cheapest plan solved on the line
     (a first incumbent: what costs more is cut off). When a line's two ends differ in
     anything but the objective, the rest of the line is solved at once.
     Lines along a non-numeric dimension are solved point by point. The
@@ -343,8 +347,9 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
     again (:func:`_next_tasks`) and new work is submitted, so no worker
     waits for another's solve to end. Settling and whole-line work is
     submitted as soon as it is known; solves inside stretches only while
-    fewer than ``workers`` tasks run. With one worker this is bisection,
-    longest stretch first; with more, a worker that would wait solves the
+    fewer than ``workers`` tasks run. With one worker: longest stretch first,
+    each at the point its two ends leave least proven (:func:`_probe_point`);
+    with more, a worker that would wait solves the
     midpoint of a stretch whose other end is still being solved. Every
     solve is handed every plan solved on its line so far.
     """
@@ -393,7 +398,7 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
     Per line, the points solved or being solved cut it into stretches. A
     stretch between two solved points whose every point inside is predicted
     settled gives a settle task per point (always). Any other stretch with
-    points left inside is a candidate for a solve at its midpoint: those
+    points left inside is a candidate for a solve (:func:`_probe_point`): those
     between two solved points first, then those with an end still being
     solved (their midpoint is a guess that keeps a worker busy), longer
     first; at most ``free`` of them, one per stretch.
@@ -429,11 +434,39 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
             probes.append((not certain, -(j - i), i, j, left, right))
     probes.sort(key=lambda p: p[:3])
     out = []
-    for _, _, i, j, left, right in probes[:max(0, free)]:
-        # the midpoint, or the open point nearest it (a point inside may be settled already)
-        k = min((k for k in range(i + 1, j) if k not in results and k not in flying), key=lambda k: abs(2 * k - i - j))
+    for uncertain, _, i, j, left, right in probes[:max(0, free)]:
+        open_points = [k for k in range(i + 1, j) if k not in results and k not in flying]
+        # a stretch with an end still being solved gets its midpoint: a guess that keeps a worker busy
+        k = _probe_point(open_points, i, j, tvalue, *((None, None) if uncertain else (left, right)))
         out.append((k, left, right))
     return required + out
+
+
+def _probe_point(open_points: list[int], i: int, j: int, tvalue: dict, left, right) -> int:
+    """Where to solve inside the stretch (i, j): the open point the two anchors leave least proven.
+
+    Between two solved points the optimum is concave and at most the cheaper
+    of their plans, U(t), and at least the interpolation of their bounds,
+    L(t) (:func:`~optimizer.studies.parametric.predict`). Where two plans'
+    cost lines cross, U − L is largest at the crossing: the plan changes
+    there, so that is where a solve settles the most. A solve on each side
+    of a crossing settles the stretch when no third plan is cheaper (the
+    breakpoint search of Eisner and Severance, on the grid), where halving
+    the stretch takes about log2 of its points. Without two anchors, or
+    where U − L ties, the midpoint (nearest first).
+    """
+    def mid(k: int) -> int:
+        return abs(2 * k - i - j)
+
+    if left is not None and right is not None:
+        from .parametric import predict
+
+        guess = {k: predict(tvalue[k], left, right) for k in open_points}
+        if all(g is not None for g in guess.values()):
+            scale = max(1.0, max(abs(g[0]) for g in guess.values()))
+            # rounded so that equal gaps up to the last bits tie, and the midpoint decides
+            return min(open_points, key=lambda k: (-round((guess[k][0] - guess[k][1]) / scale, 9), mid(k)))
+    return min(open_points, key=mid)
 
 
 # ---------------------------------------------------------------------------
