@@ -187,14 +187,15 @@ class _Clock:
         self.now = min(e for e in self.pending if e > self.now)
 
 
-def test_a_worker_that_would_wait_solves_a_guess_and_one_worker_bisects():
+def test_two_workers_start_the_far_end_at_once_and_one_worker_halves_where_nothing_crosses():
     # A line of 11 points; its far end takes 5 units from nothing and 2 handed a plan, every other solve 1.
-    # The far end waits for the first end's plan. One worker: 0 (0-1), 10 from 0's plan (1-3), then
-    # bisection, longest stretch first (ties: the left one): 5, 2, 7, 3, 8, then 1, 4, 6, 9; done at 12.
-    # Two workers: 0 alone; at 1, 10 from its plan (1-3) and, with 10 still running, 5 from 0's plan alone
-    # (a guess: 10 is not known yet); at 2, 2 (0-5); at 3 (10 and 2 end), 7 (5-10) and 3 (2-5); at 4, 8 (7-10)
-    # and 1 (0-2, the leftmost of the stretches of 2); at 5, 4 (3-5) and 6 (5-7); at 6, 9. Every point is
-    # solved once either way, done at 7 instead of 12.
+    # Every solve proves a bound of 0 below its plan of 1 and every plan costs 1 everywhere, so nothing
+    # settles and no crossing is in view: each stretch is cut at its middle.
+    # One worker: 0 (0-1), 10 from 0's plan (1-3), then longest stretch first (ties: the left one): 5, 2,
+    # 7, 3, 8, then 1, 4, 6, 9; done at 12.
+    # Two workers: 0 (0-1) and, beside it, 10 from nothing (0-5); the stretch 0-10 waits for 10 (no guess
+    # at its middle); at 5, 5 (5-6); at 6, 2 (0-5) and 7 (5-10); at 7, 3 (2-5) and 8 (7-10), the longest;
+    # at 8, 1 (0-2) and 4 (3-5); at 9, 6 and 9. Every point is solved once either way; done at 10.
     from optimizer.studies.sweep import Progress, _search_lines
 
     def run(workers):
@@ -209,15 +210,34 @@ def test_a_worker_that_would_wait_solves_a_guess_and_one_worker_bisects():
     assert [k for _, k, _, _ in one.started] == [0, 10, 5, 2, 7, 3, 8, 1, 4, 6, 9]
     assert max(one.pending) == 12
     two = run(2)
-    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (1, 10), (1, 5), (2, 2), (3, 7), (3, 3), (4, 8),
-                                                    (4, 1), (5, 4), (5, 6), (6, 9)]
-    assert max(two.pending) == 7
+    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (0, 10), (5, 5), (6, 2), (6, 7), (7, 3), (7, 8),
+                                                    (8, 1), (8, 4), (9, 6), (9, 9)]
+    assert max(two.pending) == 10
     sides = {k: (left, right) for _, k, left, right in two.started}
     assert sides[0] == sides[10] == (None, None)  # no neighbours around the ends
-    assert two.handed[0] == 0 and two.handed[10] == 1  # the far end is handed the first end's plan
-    assert sides[5] == (0, None)                  # the guess: only 0 was solved
+    assert two.handed[0] == two.handed[10] == 0  # both ends from nothing
+    assert sides[5] == (0, 10)
     assert sides[2] == (0, 5) and sides[7] == (5, 10)
-    assert two.handed[7] == 4                     # 5 and 10 around it, and 0 and 2 also solved on the line
+    assert two.handed[7] == 3                     # 5 and 10 around it, and 0 also solved on the line
+
+
+def test_a_crossing_gets_a_solve_on_each_side_when_two_workers_are_free():
+    # Two plans along t = 0..10: A costs t, B costs 5.4 (columns: A's and B's share of the work). Solved at
+    # 0 (A, 0) and 10 (B, 5.4). Between them U = min(t, 5.4) and L = 0.54·t, so U − L = 0.46·t up to the
+    # crossing at 5.4 and 5.4 − 0.54·t after it: 2.3 at 5 (the largest), 2.16 at 6, 1.84 at 4. The first
+    # solve is at 5; a second worker solves 6, across the crossing.
+    from optimizer.studies.sweep import _next_tasks
+
+    a = parametric.Anchor(0, 0.0, np.array([1.0, 0.0]), np.array([0.0, 5.4]), 0.0, 0.0, 0.0, "same")
+    b = parametric.Anchor(10, 10.0, np.array([0.0, 1.0]), np.array([10.0, 5.4]), 0.0, 5.4, 5.4, "same")
+    line = list(range(11))
+    args = ([line], {i: float(i) for i in line}, {0: {}, 10: {}}, {0: a, 10: b}, {}, 1e-6)
+    assert _next_tasks(*args, free=2) == [(5, a, b), (6, a, b)]
+    assert _next_tasks(*args, free=1) == [(5, a, b)]
+    # predicted by hand: U − L at every open point
+    for k, want in {4: 1.84, 5: 2.3, 6: 2.16, 9: 0.54}.items():
+        u, lo = parametric.predict(float(k), a, b)
+        assert u - lo == pytest.approx(want)
 
 
 # --- bounds of the exact split carried along a price ---------------------------------------------------

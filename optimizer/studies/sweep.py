@@ -311,7 +311,7 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     every point inside is predicted settled by the two
     (:func:`~optimizer.studies.parametric.predict`) and is sent to be
     settled (each checked on its own model, solved if that fails), or the
-    point where the two plans' costs cross (:func:`_probe_point`) is solved,
+    point where the two plans' costs cross (:func:`_probe_points`) is solved,
     starting from the cheapest plan solved on the line
     (a first incumbent: what costs more is cut off). When a line's two ends differ in
     anything but the objective, the rest of the line is solved at once.
@@ -347,11 +347,15 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
     again (:func:`_next_tasks`) and new work is submitted, so no worker
     waits for another's solve to end. Settling and whole-line work is
     submitted as soon as it is known; solves inside stretches only while
-    fewer than ``workers`` tasks run. With one worker: longest stretch first,
-    each at the point its two ends leave least proven (:func:`_probe_point`);
-    with more, a worker that would wait solves the
-    midpoint of a stretch whose other end is still being solved. Every
-    solve is handed every plan solved on its line so far.
+    fewer than ``workers`` tasks run: longest stretch first, each at the
+    point its two ends leave least proven (:func:`_probe_points`). With one
+    worker a line's far end waits for its first end's plan; with more it
+    starts beside it, and the two points either side of a crossing are
+    solved side by side. A stretch with an end still being solved gets no
+    solve (a guess at its middle was nearly always a solve its ends would
+    have settled: q3's 100-point sweep made 14 solves with two workers
+    where one worker made 4). Every solve is handed every plan solved on
+    its line so far.
     """
     from .parametric import Anchor
 
@@ -371,8 +375,14 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
                              and a is not left and a is not right]
         flying[k] = pool.submit(solve_task, task)
 
-    for line in lines:  # each line's first end; its other end once the first's plan can be handed to it
+    def schedule() -> None:
+        while new := _next_tasks(lines, tvalue, results, anchors, flying, gap, workers - len(flying)):
+            for spec in new:
+                submit(*spec)
+
+    for line in lines:  # each line's first end; its far end beside it on a free worker, else after it
         submit(line[0])
+    schedule()
     while flying:
         finished = [k for k, f in flying.items() if f.done()]
         if not finished:
@@ -384,31 +394,28 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
             results[k] = res
             if not res.get("settled"):
                 anchors[k] = None if a is None else Anchor(**a)
-        while new := _next_tasks(lines, tvalue, results, anchors, flying, gap, workers - len(flying)):
-            for spec in new:
-                submit(*spec)
+        schedule()
     return results
 
 
 def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list[tuple]:
     """What to submit now: (index, left anchor, right anchor, settle) per task.
 
-    A line's far end comes first, once its first end is solved (the line's
-    other plans are handed to every solve: the model is the same along it).
-    Per line, the points solved or being solved cut it into stretches. A
-    stretch between two solved points whose every point inside is predicted
-    settled gives a settle task per point (always). Any other stretch with
-    points left inside is a candidate for a solve (:func:`_probe_point`): those
-    between two solved points first, then those with an end still being
-    solved (their midpoint is a guess that keeps a worker busy), longer
-    first; at most ``free`` of them, one per stretch.
+    A line's far end comes first, on a free worker: beside its first end,
+    or once that is solved, handed its plan (the line's other plans are
+    handed to every solve: the model is the same along it). Per line, the
+    points solved or being solved cut it into stretches. A stretch between
+    two solved points whose every point inside is predicted settled gives a
+    settle task per point (always). Any other stretch between two solved
+    points with points left inside gets solves (:func:`_probe_points`),
+    longer stretches first, at most ``free`` in all.
     """
     from .parametric import predict
 
     required, probes = [], []
-    # a line's far end, once its first end is solved (solved from nothing, the slow end of q3's sweep took
-    # 76 s; handed the other end's plan, 36 s): before any stretch, then again for the stretches
-    far = [(line[-1],) for line in lines if line[0] in anchors and line[-1] not in anchors
+    # a line's far end: once its first end is solved, handed its plan (q3's slow end took 76 s from nothing,
+    # 67 s handed the other end's plan), or at once beside the first end when a worker would be idle
+    far = [(line[-1],) for line in lines if (line[0] in anchors or line[0] in flying) and line[-1] not in anchors
            and line[-1] not in flying and line[-1] not in results]
     if far and free > 0:
         return far[:free]
@@ -431,19 +438,21 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
                 if all(g is not None and (g[0] - g[1]) <= gap * max(abs(g[0]), 1e-9) + 1e-9 for g in guess):
                     required += [(k, left, right, True) for k in inside]
                     continue
-            probes.append((not certain, -(j - i), i, j, left, right))
-    probes.sort(key=lambda p: p[:3])
+            if certain:  # a stretch with an end still being solved waits for it (a guess there was wasted)
+                probes.append((-(j - i), i, j, left, right))
+    probes.sort(key=lambda p: p[:2])
     out = []
-    for uncertain, _, i, j, left, right in probes[:max(0, free)]:
+    for _, i, j, left, right in probes:
+        if len(out) >= free:
+            break
         open_points = [k for k in range(i + 1, j) if k not in results and k not in flying]
-        # a stretch with an end still being solved gets its midpoint: a guess that keeps a worker busy
-        k = _probe_point(open_points, i, j, tvalue, *((None, None) if uncertain else (left, right)))
-        out.append((k, left, right))
+        out += [(k, left, right) for k in _probe_points(open_points, i, j, tvalue, left, right)[:free - len(out)]]
     return required + out
 
 
-def _probe_point(open_points: list[int], i: int, j: int, tvalue: dict, left, right) -> int:
-    """Where to solve inside the stretch (i, j): the open point the two anchors leave least proven.
+def _probe_points(open_points: list[int], i: int, j: int, tvalue: dict, left, right) -> list[int]:
+    """Where to solve inside the stretch (i, j): the open point the two anchors leave least proven, and
+    the point on the other side of the crossing next to it.
 
     Between two solved points the optimum is concave and at most the cheaper
     of their plans, U(t), and at least the interpolation of their bounds,
@@ -452,21 +461,29 @@ def _probe_point(open_points: list[int], i: int, j: int, tvalue: dict, left, rig
     there, so that is where a solve settles the most. A solve on each side
     of a crossing settles the stretch when no third plan is cheaper (the
     breakpoint search of Eisner and Severance, on the grid), where halving
-    the stretch takes about log2 of its points. Without two anchors, or
-    where U − L ties, the midpoint (nearest first).
+    the stretch takes about log2 of its points; the second point (the
+    neighbour with the larger U − L, where the crossing lies) is for a
+    second worker. Without two anchors, or where U − L ties, the midpoint
+    (nearest first) alone.
     """
     def mid(k: int) -> int:
         return abs(2 * k - i - j)
 
-    if left is not None and right is not None:
-        from .parametric import predict
+    if left is None or right is None:
+        return [min(open_points, key=mid)]
+    from .parametric import predict
 
-        guess = {k: predict(tvalue[k], left, right) for k in open_points}
-        if all(g is not None for g in guess.values()):
-            scale = max(1.0, max(abs(g[0]) for g in guess.values()))
-            # rounded so that equal gaps up to the last bits tie, and the midpoint decides
-            return min(open_points, key=lambda k: (-round((guess[k][0] - guess[k][1]) / scale, 9), mid(k)))
-    return min(open_points, key=mid)
+    guess = {k: predict(tvalue[k], left, right) for k in open_points}
+    if not all(g is not None for g in guess.values()):
+        return [min(open_points, key=mid)]
+    scale = max(1.0, max(abs(g[0]) for g in guess.values()))
+    # rounded so that equal gaps up to the last bits tie, and the midpoint decides
+    unproven = {k: round((g[0] - g[1]) / scale, 9) for k, g in guess.items()}
+    first = min(open_points, key=lambda k: (-unproven[k], mid(k)))
+    sides = [unproven.get(first - 1), unproven.get(first + 1)]
+    if None in sides or sides[0] == sides[1]:
+        return [first]
+    return [first, first - 1 if sides[0] > sides[1] else first + 1]
 
 
 # ---------------------------------------------------------------------------
