@@ -238,6 +238,17 @@ def test_a_crossing_gets_a_solve_on_each_side_when_two_workers_are_free():
     for k, want in {4: 1.84, 5: 2.3, 6: 2.16, 9: 0.54}.items():
         u, lo = parametric.predict(float(k), a, b)
         assert u - lo == pytest.approx(want)
+    # The crossing near one end, as in q3's sweep (between 79 and 80 of 0..99): t = 0..20, B costs 15.1, so
+    # L = 0.755·t and U − L is 0.245·t up to 15.1, then 15.1 − 0.755·t: 3.675 at 15 (the largest), 3.43 at
+    # 14, 3.02 at 16. The second solve is 16, across the crossing, though 14 is left less proven.
+    a = parametric.Anchor(0, 0.0, np.array([1.0, 0.0]), np.array([0.0, 15.1]), 0.0, 0.0, 0.0, "same")
+    b = parametric.Anchor(20, 20.0, np.array([0.0, 1.0]), np.array([20.0, 15.1]), 0.0, 15.1, 15.1, "same")
+    line = list(range(21))
+    args = ([line], {i: float(i) for i in line}, {0: {}, 20: {}}, {0: a, 20: b}, {}, 1e-6)
+    assert _next_tasks(*args, free=2) == [(15, a, b), (16, a, b)]
+    for k, want in {14: 3.43, 15: 3.675, 16: 3.02}.items():
+        u, lo = parametric.predict(float(k), a, b)
+        assert u - lo == pytest.approx(want)
 
 
 # --- bounds of the exact split carried along a price ---------------------------------------------------

@@ -137,12 +137,21 @@ def predict(t: float, left: Anchor, right: Anchor) -> tuple[float, float] | None
     used to decide whether a point is worth settling or an interval needs
     another solve.
     """
+    costs = plan_costs(t, left, right)
+    if costs is None:
+        return None
+    lam = weight(t, left, right)
+    return min(costs), lam * left.bound + (1 - lam) * right.bound
+
+
+def plan_costs(t: float, left: Anchor, right: Anchor) -> tuple[float, float] | None:
+    """What the left anchor's plan and the right anchor's plan cost at t, interpolated (each is affine in t
+    along a price), or None where t is not between them or their models differ."""
     lam = weight(t, left, right)
     if lam is None or left.shape != right.shape:
         return None
-    u_left = lam * left.objective + (1 - lam) * right.cost(left.x)
-    u_right = lam * left.cost(right.x) + (1 - lam) * right.objective
-    return min(u_left, u_right), lam * left.bound + (1 - lam) * right.bound
+    return (lam * left.objective + (1 - lam) * right.cost(left.x),
+            lam * left.cost(right.x) + (1 - lam) * right.objective)
 
 
 def on_line(a: Arrays, t: float, left: Anchor, right: Anchor) -> float | None:

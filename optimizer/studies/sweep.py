@@ -461,17 +461,18 @@ def _probe_points(open_points: list[int], i: int, j: int, tvalue: dict, left, ri
     there, so that is where a solve settles the most. A solve on each side
     of a crossing settles the stretch when no third plan is cheaper (the
     breakpoint search of Eisner and Severance, on the grid), where halving
-    the stretch takes about log2 of its points; the second point (the
-    neighbour with the larger U − L, where the crossing lies) is for a
-    second worker. Without two anchors, or where U − L ties, the midpoint
-    (nearest first) alone.
+    the stretch takes about log2 of its points. The second point, for a
+    second worker, is the neighbour on the other side of the crossing
+    (where the other plan is the cheaper of the two), when it is open.
+    Without two anchors, or where U − L ties, the midpoint (nearest first)
+    alone.
     """
     def mid(k: int) -> int:
         return abs(2 * k - i - j)
 
     if left is None or right is None:
         return [min(open_points, key=mid)]
-    from .parametric import predict
+    from .parametric import plan_costs, predict
 
     guess = {k: predict(tvalue[k], left, right) for k in open_points}
     if not all(g is not None for g in guess.values()):
@@ -480,10 +481,14 @@ def _probe_points(open_points: list[int], i: int, j: int, tvalue: dict, left, ri
     # rounded so that equal gaps up to the last bits tie, and the midpoint decides
     unproven = {k: round((g[0] - g[1]) / scale, 9) for k, g in guess.items()}
     first = min(open_points, key=lambda k: (-unproven[k], mid(k)))
-    sides = [unproven.get(first - 1), unproven.get(first + 1)]
-    if None in sides or sides[0] == sides[1]:
-        return [first]
-    return [first, first - 1 if sides[0] > sides[1] else first + 1]
+
+    def left_plan_cheaper(k: int) -> bool:
+        u_left, u_right = plan_costs(tvalue[k], left, right)
+        return u_left <= u_right
+
+    # the neighbour across the crossing of the two plans' cost lines, if it is open
+    across = [k for k in (first + 1, first - 1) if k in unproven and left_plan_cheaper(k) != left_plan_cheaper(first)]
+    return [first] + across[:1]
 
 
 # ---------------------------------------------------------------------------
