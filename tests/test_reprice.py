@@ -110,8 +110,9 @@ def _structural_changes(pr):
         update={"budget": 1e6})})
     hours = copy.deepcopy(pr)
     hours.periods = hours.periods.assign(hours=hours.periods["hours"] / 2)
-    return {"demand": rb.scale_demand(pr, 1.2), "max_units": offerings(max_units), "existing units": offerings(existing),
-            "region": offerings(region), "budget": budget, "period hours": hours}
+    return {"demand": rb.scale_demand(pr, 1.2), "max_units": offerings(max_units),
+            "existing units": offerings(existing), "region": offerings(region), "budget": budget,
+            "period hours": hours}
 
 
 def test_a_change_that_is_not_a_price_never_shares_a_model(tmp_path):
