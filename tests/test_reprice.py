@@ -54,8 +54,20 @@ def price_variants(pr):
     return out
 
 
-def test_every_price_change_of_rent_versus_buy_re_prices_to_the_model_built_afresh(tmp_path):
-    pr = tiny(tmp_path)
+def per_gpu_rental() -> dict:
+    # TINY with its on-demand rental sold by the GPU on 8-GPU machines: the model's price is per GPU
+    # (price_per_hour ÷ 8), a column derived from a price field
+    data = copy.deepcopy(TINY)
+    data["offerings"][2].update(gpus_per_unit=8, billing="per_gpu", price_per_hour=16.0)
+    return data
+
+
+@pytest.mark.parametrize("per_gpu", [False, True], ids=["per-unit", "per-gpu"])
+def test_every_price_change_of_rent_versus_buy_re_prices_to_the_model_built_afresh(tmp_path, per_gpu):
+    pr = tiny(tmp_path, per_gpu_rental() if per_gpu else None)
+    if per_gpu:
+        O = presolve.build(pr, build_candidates(pr)).data.offerings.set_index("offering")
+        assert O.at["od", "price"] == 2.0 and O.at["od", "G"] == 1
     cands = build_candidates(pr)
     base = presolve.build(pr, cands)
     variants = price_variants(pr)
