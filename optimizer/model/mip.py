@@ -331,7 +331,7 @@ class MIP:
         Variables and constraint blocks are shared, not copied: neither is changed after the build.
         """
         return replace(self, constraints=dict(self.constraints), _obj=list(costs._obj),
-                                   objective_constant=costs.objective_constant)
+                       objective_constant=costs.objective_constant)
 
     def replace_block(self, block: ConBlock) -> None:
         """Put ``block`` in the place of the constraint block of its name, which has as many rows.

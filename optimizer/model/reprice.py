@@ -84,11 +84,12 @@ def structure_key(problem: Problem) -> bytes:
 def _refresh(table: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its price columns looked up again: offering columns by offering, ``discount`` by period."""
     cols = [c for c in (*PRICE_FIELDS, *DERIVED) if c in table.columns and c in O.columns]
+    by_offering = bool(cols) and "offering" in table.columns
     refresh_discount = "discount" in table.columns and "period" in table.columns
-    if not (cols and "offering" in table.columns) and not refresh_discount:
+    if not by_offering and not refresh_discount:
         return table
     out = table.copy()
-    if cols and "offering" in table.columns:
+    if by_offering:
         by = O.set_index("offering")
         for c in cols:
             out[c] = by[c].reindex(out["offering"]).to_numpy()

@@ -33,9 +33,10 @@ the ends of each line of the grid, then, in each interval it cannot
 settle, the point where its two ends' plans cost the same (where U − L
 below is largest: a breakpoint search, as Eisner and Severance's for
 parametric programs, on the grid), so a sweep with B changes of plan costs
-about 2·B + 2 solves when no third plan is hidden, instead of one per point. Each of those solves starts
-from its two neighbours' plans (plans of its own model too), so the search
-cuts off from the start whatever costs more than the cheaper of them, and
+about 2·B + 2 solves when no third plan is hidden, instead of one per
+point. Each of those solves starts from its two neighbours' plans (plans
+of its own model too), so the search cuts off from the start whatever costs
+more than the cheaper of them, and
 from their splits' proofs: each leaf of the exact split is a smaller model
 with the same plans at every point, so its optimum is concave too and the
 interpolation of its neighbours' bounds bounds it (:func:`leaf_bounds`); a

@@ -233,7 +233,7 @@ class Solves:
     """
 
     def __init__(self, cands: Candidates, options: dict, executor=None):
-        self.cands, self.options = cands, options
+        self.options = options
         self.executor = executor if executor is not None and executor.workers > 1 else None
         # in this process the models themselves; a worker gets the candidates and keeps its models by their digest
         self.models = Models(cands) if self.executor is None else (candidates_digest(cands), cands)
