@@ -23,7 +23,7 @@ from optimizer.model.mip import MIP
 from optimizer.model.reprice import Models, reprice, structure_key
 from optimizer.studies import rentbuy as rb
 
-from test_rentbuy import SOLVER, TINY, tiny
+from test_rentbuy import SOLVER, TINY, audited, tiny  # noqa: F401 (audited: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 ARRAYS = ("rows", "cols", "vals", "row_lo", "row_hi", "col_lo", "col_hi", "integer", "c")
@@ -169,7 +169,7 @@ def test_a_block_is_replaced_only_by_one_of_as_many_rows():
         m.replace_block(other.constraints["a"])
 
 
-def test_rent_versus_buy_builds_only_the_copies_that_change_more_than_prices(tmp_path, monkeypatch):
+def test_rent_versus_buy_builds_only_the_copies_that_change_more_than_prices(tmp_path, monkeypatch, audited):
     kept = []
     init = rb.Solves.__init__
 
@@ -184,3 +184,5 @@ def test_rent_versus_buy_builds_only_the_copies_that_change_more_than_prices(tmp
     # units is rent's); re-priced: the 14 priced sensitivity solves and every break-even capex probe
     assert solves["built"] == 5
     assert solves["repriced"] == 14 + out.break_even.set_index("offering").loc["own", "solves"] - 1
+    # every plan solved, built or re-priced, passed its audit (the fixture checks each)
+    assert len(audited) == solves["built"] + solves["repriced"]
