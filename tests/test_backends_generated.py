@@ -81,12 +81,12 @@ def test_a_child_process_that_dies_is_a_solver_failure(tiny, monkeypatch):
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc", "scip"])
-def test_time_limit_gives_a_plan_with_its_bound_or_an_error(solver):
+def test_time_limit_gives_a_plan_with_its_bound_or_says_it_ran_out(solver):
     pr = problem(scale=0.25, seed=3, weeks=4)
     plan = run(pr, solver=solver, time_limit=1, gap=1e-9)
     r = plan.result
-    assert r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.ERROR)
-    if r.status == Status.ERROR:
+    assert r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT), (r.status, r.message)
+    if r.status == Status.TIME_LIMIT:
         assert r.message
     else:
         assert plan.audit == []
@@ -138,12 +138,12 @@ def _small_model():
     return presolve.build(pr, build_candidates(pr))
 
 
-def test_no_plan_within_the_limit_is_an_error_with_a_message(monkeypatch):
+def test_no_plan_within_the_limit_stays_time_limit_with_its_message(monkeypatch):
     model = _small_model()
-    monkeypatch.setitem(BACKENDS, "fake", _fake(SolveResult(Status.ERROR, "fake", solve_seconds=1.0,
+    monkeypatch.setitem(BACKENDS, "fake", _fake(SolveResult(Status.TIME_LIMIT, "fake", solve_seconds=1.0,
                                                             message="no plan within the time limit")))
     res = solve(model.mip, solver="fake", time_limit=1)
-    assert res.status == Status.ERROR and res.message
+    assert res.status == Status.TIME_LIMIT and res.message == "no plan within the time limit"
 
 
 def test_a_feasible_start_is_the_plan_when_the_solver_has_none(monkeypatch):
@@ -152,7 +152,7 @@ def test_a_feasible_start_is_the_plan_when_the_solver_has_none(monkeypatch):
     x0 = driver.solve(model, "highs", gap=1e-9).x  # a feasible point (here the optimum) as the start
     start_obj = float(a.c @ x0 + a.c0)
     bound = 0.5 * start_obj
-    monkeypatch.setitem(BACKENDS, "fake", _fake(SolveResult(Status.ERROR, "fake", solve_seconds=1.0, bound=bound,
+    monkeypatch.setitem(BACKENDS, "fake", _fake(SolveResult(Status.TIME_LIMIT, "fake", solve_seconds=1.0, bound=bound,
                                                             message="no plan within the time limit")))
     res = solve(model.mip, solver="fake", time_limit=1, start=x0)
     assert res.status == Status.FEASIBLE and res.start == "kept"
@@ -202,5 +202,6 @@ def test_bounds_never_cut_the_optimum():
     assert res2.objective == pytest.approx(res.objective, rel=1e-7)
     ub = np.concatenate([b.upper for b in tight.mip.variables.values()])
     assert np.isfinite(ub[np.concatenate([np.full(b.size, b.integer) for b in tight.mip.variables.values()])]).all()
+
 
 

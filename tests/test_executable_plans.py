@@ -623,7 +623,7 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     def spy(*args, **kw):
         limits.append(kw.get("time_limit"))
         if len(limits) == 1:
-            return SolveResult(Status.ERROR, "highs", message="no plan within the time limit")
+            return SolveResult(Status.TIME_LIMIT, "highs", message="no plan within the time limit")
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
@@ -645,12 +645,12 @@ def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions
     offset = fake_clock(monkeypatch)
     def spy(*args, **kw):
         offset[0] = 1_000.0
-        return SolveResult(Status.ERROR, "highs", bound=5_000.0, root_bound=4_000.0,
+        return SolveResult(Status.TIME_LIMIT, "highs", bound=5_000.0, root_bound=4_000.0,
                            message="no plan within the time limit")
 
     spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, root=650.0)
-    assert not r.status.has_plan
+    assert r.status == Status.TIME_LIMIT and not r.status.has_plan
     assert r.bound == pytest.approx(700) and r.root_bound == pytest.approx(650)
 
 def test_without_a_guide_the_configurations_stay_free(tmp_path, monkeypatch):
@@ -733,11 +733,11 @@ def test_a_search_that_ends_without_a_cheaper_plan_returns_the_known_one_with_it
     from optimizer.solve.result import SolveResult
 
     known = SolveResult(Status.FEASIBLE, "highs", objective=1_000.0, x=np.array([1.0, 0.0]))
-    out = _keep_known(known, SolveResult(Status.ERROR, "highs", bound=900.0, message="no plan in time"), 1e-6)
+    out = _keep_known(known, SolveResult(Status.TIME_LIMIT, "highs", bound=900.0, message="no plan in time"), 1e-6)
     assert out.status == Status.FEASIBLE and out.objective == 1_000.0 and list(out.x) == [1.0, 0.0]
     assert out.bound == 900.0 and out.gap == pytest.approx(0.1)
     assert "the known plan" in out.message and "no plan in time" in out.message
-    proven = _keep_known(known, SolveResult(Status.ERROR, "highs", bound=1_000.0, message="cut off"), 1e-6)
+    proven = _keep_known(known, SolveResult(Status.CUT_OFF, "highs", bound=1_000.0, message="cut off"), 1e-6)
     assert proven.status == Status.OPTIMAL and proven.gap == pytest.approx(0.0)
 
 

@@ -182,9 +182,10 @@ def test_mutated_valid_problem(data):
 
 
 @pytest.mark.parametrize("status, code", [(Status.OPTIMAL, 0), (Status.FEASIBLE, 0), (Status.INFEASIBLE, 1),
-                                          (Status.ERROR, 3)])
+                                          (Status.TIME_LIMIT, 3), (Status.ERROR, 3)])
 def test_exit_codes(status, code):
-    # a time limit with a plan is `feasible` (exit 0, the plan printed); without one, `error` (exit 3)
+    # a time limit with a plan is `feasible` (exit 0, the plan printed); without one, `time-limit` (exit 3, as
+    # a solver that failed: no plan to print either way)
     assert exit_code(status) == code
 
 
@@ -192,12 +193,14 @@ def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
     from optimizer.solve import driver
     from optimizer.solve.backends import SolveResult
 
-    monkeypatch.setattr(driver, "backend_solve", lambda *a, **k: SolveResult(Status.ERROR, "cbc",
+    monkeypatch.setattr(driver, "backend_solve", lambda *a, **k: SolveResult(Status.TIME_LIMIT, "cbc",
                                                                             message="no plan within the limit"))
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
     r = CliRunner().invoke(main, ["solve", str(p), "--time-limit", "1"])
     assert r.exit_code == 3 and "no plan within the limit" in r.stdout  # the table's status line
+    r = CliRunner().invoke(main, ["solve", str(p), "--time-limit", "1", "--format", "json"])
+    assert r.exit_code == 3 and json.loads(r.stdout)["status"] == "time-limit"
 
 
 def test_a_solver_that_cannot_start_exits_3(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ def records(df: pd.DataFrame) -> list[dict]:
 
 
 #: version of the JSON layout (docs/json-format.md)
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 
 
 def plan_dict(plan: Plan) -> dict:

@@ -556,7 +556,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     if result is None:
         if best_x is None:
-            return SolveResult(Status.ERROR, solver, solve_seconds=seconds,
+            return SolveResult(Status.TIME_LIMIT, solver, solve_seconds=seconds,
                                message="no stable plan within the time limit")
         result = SolveResult(Status.FEASIBLE, solver, objective=best_obj, x=best_x)
     result.solve_seconds = seconds

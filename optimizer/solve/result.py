@@ -12,13 +12,21 @@ class Status(str, enum.Enum):
     """What the solver proved.
 
     ``optimal``: a plan proven optimal within the requested gap. ``feasible``:
-    a plan, with a bound, but optimality not proven (time limit). ``infeasible``:
-    no plan exists. ``error``: the solver failed or stopped with no plan.
+    a plan, with a bound, but optimality not proven (time limit).
+    ``infeasible``: no plan exists. ``time-limit``: the time limit came
+    before any plan; the bound, if any, is what the search proved by then
+    (more time may well find a plan). ``cut-off``: a search told to look only
+    below a cutoff (a plan held elsewhere) proved nothing here is cheaper; no
+    plan, the cutoff is its bound. Only the solve driver and the exact split
+    ask for that, and neither passes it on. ``error``: the solver failed
+    (unbounded, a numerical failure, a crash): more time would not help.
     """
 
     OPTIMAL = "optimal"
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
+    TIME_LIMIT = "time-limit"
+    CUT_OFF = "cut-off"
     ERROR = "error"
 
     @property
@@ -91,7 +99,7 @@ def cut_off(solver: str, cutoff: float, **common) -> SolveResult:
     Never ``infeasible``: the model may well have plans, only none cheaper
     than the cutoff.
     """
-    return SolveResult(Status.ERROR, solver, message=cut_off_message(cutoff), bound=float(cutoff), **common)
+    return SolveResult(Status.CUT_OFF, solver, message=cut_off_message(cutoff), bound=float(cutoff), **common)
 
 
 def clip_to_cutoff(bound: float | None, cutoff: float) -> float | None:

@@ -370,7 +370,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if not bounds:  # no option of the class admits a stable plan
             return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
                                message="no plan meets every constraint with the stability limits")
-        return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
+        return SolveResult(Status.TIME_LIMIT, solver, bound=min(bounds), solve_seconds=seconds,
                            message="no stable plan within the time limit")
     best.solve_seconds = seconds
     proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)

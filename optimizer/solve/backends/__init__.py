@@ -142,21 +142,6 @@ def solve(
     return result
 
 
-def start_result(mip: MIP, start: np.ndarray, solver: str, gap: float, reason: str) -> SolveResult:
-    """The result of a solve that was not run: the (checked) start as the plan, with no bound of its own."""
-    from ..feasibility import objective as start_objective, violations as check_start
-
-    a = mip.arrays()
-    bad = check_start(a, start)
-    if bad:
-        return SolveResult(Status.ERROR, solver, message="internal error: the warm start breaks " + bad[0])
-    result = SolveResult(Status.ERROR, solver, message=reason)
-    _keep_better(result, np.asarray(start, dtype=float), start_objective(a, start), gap)
-    result.start_objective = result.objective
-    result.message = reason
-    return result
-
-
 def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: float) -> None:
     """Return the start as the plan when the solver found none, or a worse one."""
     if result.status == Status.INFEASIBLE:
@@ -179,7 +164,7 @@ def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: 
     result.message = f"the warm start is the best plan found ({had})" if had else "the warm start is the best plan found"
 
 
-__all__ = ["solve", "start_result", "SolveResult", "Status", "relative_gap", "BACKENDS", "DEFAULT_SOLVER"]
+__all__ = ["solve", "SolveResult", "Status", "relative_gap", "BACKENDS", "DEFAULT_SOLVER"]
 
 
 def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float | None = None) -> SolveResult:

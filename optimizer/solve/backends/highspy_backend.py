@@ -179,9 +179,10 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     if not has_plan:
         msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
+        st = Status.TIME_LIMIT if status == S.kTimeLimit else Status.ERROR
         if cutoff is not None and bound is not None and bound >= cutoff:
-            msg = cut_off_message(cutoff)
-        return SolveResult(Status.ERROR, "highs", message=msg, bound=bound, **common)
+            msg, st = cut_off_message(cutoff), Status.CUT_OFF
+        return SolveResult(st, "highs", message=msg, bound=bound, **common)
     col_value = np.asarray(h.getSolution().col_value, dtype=float)
     reported = float(info.objective_function_value)
     if start is not None and mip_model and abs(float(a.c @ col_value + a.c0) - reported) > 1e-6 * max(1.0, abs(reported)):

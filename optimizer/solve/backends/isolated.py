@@ -41,7 +41,8 @@ def solve_isolated(mip: MIP | None, backend: str, time_limit: float | None = Non
             proc = subprocess.run([sys.executable, "-m", "optimizer.solve.backends.isolated", inp, out],
                                   capture_output=True, text=True, timeout=wall, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return SolveResult(Status.ERROR, backend, message=f"{backend} did not stop within {wall:g} s; killed")
+            return SolveResult(Status.TIME_LIMIT, backend,
+                               message=f"{backend} did not stop within {wall:g} s; killed, no plan")
         if proc.returncode != 0 or not os.path.exists(out):
             tail = (proc.stderr or "").strip().splitlines()[-3:]
             return SolveResult(Status.ERROR, backend, message=f"the {backend} child process failed (exit "

@@ -140,10 +140,13 @@ def solve_ortools(mip: MIP, backend: str = "scip", time_limit: float | None = No
     if status not in (S.OPTIMAL, S.FEASIBLE):
         msg = {S.UNBOUNDED: "unbounded", S.ABNORMAL: "abnormal", S.MODEL_INVALID: "model invalid",
                S.INVALID_SOLVER_PARAMETERS: "invalid solver parameters"}.get(status)
-        if msg is None:
-            msg = "no plan within the time limit" if time_limit is not None else f"solver status {status.name}"
+        st = Status.ERROR
+        if msg is None and time_limit is not None:
+            msg, st = "no plan within the time limit", Status.TIME_LIMIT
+        elif msg is None:
+            msg = f"solver status {status.name}"
         bound = _bound(backend, solver, log, a)  # a proven bound may exist without a plan
-        return SolveResult(Status.ERROR, backend, message=msg, bound=bound, **common)
+        return SolveResult(st, backend, message=msg, bound=bound, **common)
     bound = _bound(backend, solver, log, a)
     r = assess(a.c, a.c0, a.integer, _values(solver, model, a.n_vars), bound, gap, completed=status == S.OPTIMAL,
                bound_is_objective=status == S.OPTIMAL and bound is None and not a.integer.any())

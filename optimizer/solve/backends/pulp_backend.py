@@ -262,7 +262,7 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
     first = words[0] if words else ""
     if killed:
         bound = parse_bound(log)
-        return SolveResult(Status.ERROR, "cbc", message=f"CBC did not stop within {wall:g} s; killed, no plan",
+        return SolveResult(Status.TIME_LIMIT, "cbc", message=f"CBC did not stop within {wall:g} s; killed, no plan",
                            bound=None if bound is None else bound + a.c0, **common)
     # the solution file's first word, as PuLP reads it: Optimal | Infeasible | Integer (infeasible) |
     # Unbounded | Stopped ("Stopped on time - objective value X" carries a plan)
@@ -280,7 +280,8 @@ def solve_pulp(mip: MIP, time_limit: float | None = None, gap: float = 1e-6,
         bound = None if bound is None else bound + a.c0
         if cut:
             bound = clip_to_cutoff(bound, cutoff)
-        return SolveResult(Status.ERROR, "cbc", message=msg, bound=bound, **common)
+        return SolveResult(Status.TIME_LIMIT if first == "Stopped" else Status.ERROR, "cbc", message=msg, bound=bound,
+                           **common)
     completed = first == "Optimal"
     bound = parse_bound(log)
     if bound is not None:
