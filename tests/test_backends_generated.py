@@ -205,3 +205,19 @@ def test_bounds_never_cut_the_optimum():
 
 
 
+
+def test_a_bound_is_met_to_the_digits_a_back_end_prints():
+    # CBC's solution file keeps 8 significant digits: a routing bound of 111.693738 rps came back as 111.69374
+    # (2e-6 above it), and the plan was thrown away as "a numerical failure of the solver". The tolerance of a
+    # bound is relative to it, as a row's is: 1e-6 × (1 + 111.69) = 1.1e-4 here, 1e-6 × (1 + 0) = 1e-6 at 0.
+    from optimizer.model.mip import Arrays
+
+    def box(lo, hi):
+        return Arrays(n_vars=1, n_rows=0, rows=np.array([], int), cols=np.array([], int), vals=np.array([]),
+                      row_lo=np.array([]), row_hi=np.array([]), col_lo=np.array([lo]), col_hi=np.array([hi]),
+                      integer=np.array([False]), c=np.array([1.0]), c0=0.0, var_names=["f"], row_names=[])
+
+    assert violations(box(0.0, 111.693738), np.array([111.69374])) == []
+    assert violations(box(0.0, 111.693738), np.array([111.6939]))  # 1.6e-4 above: more than print rounding
+    assert violations(box(0.0, 0.0), np.array([2e-6]))              # at zero the tolerance stays 1e-6
+    assert violations(box(-np.inf, np.inf), np.array([1e30])) == []

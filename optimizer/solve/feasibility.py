@@ -11,13 +11,19 @@ def violations(a: Arrays, x: np.ndarray, tol: float = 1e-6, limit: int = 5) -> l
     """Rows, bounds and integralities ``x`` violates (empty when it is a feasible point of ``a``).
 
     A row's tolerance is relative to its size: ``tol`` times (1 + the sum of
-    its terms' magnitudes at ``x`` + its bounds' magnitudes). At most
+    its terms' magnitudes at ``x`` + its bounds' magnitudes); a column's
+    bound's, ``tol`` times (1 + the bound's magnitude). Relative, because a
+    back end may hand its values over in print (CBC's solution file keeps 8
+    significant digits: 111.693738 comes back as 111.69374). At most
     ``limit`` rows are named.
     """
     bad = []
     if x.shape != (a.n_vars,):
         return [f"the vector has {x.shape} values for {a.n_vars} variables"]
-    out = (x < a.col_lo - tol) | (x > a.col_hi + tol)
+    with np.errstate(invalid="ignore"):  # inf − inf where a bound is infinite: no tolerance needed there
+        lo_tol = tol * (1.0 + np.where(np.isfinite(a.col_lo), np.abs(a.col_lo), 0.0))
+        hi_tol = tol * (1.0 + np.where(np.isfinite(a.col_hi), np.abs(a.col_hi), 0.0))
+    out = (x < a.col_lo - lo_tol) | (x > a.col_hi + hi_tol)
     if out.any():
         i = int(np.flatnonzero(out)[0])
         bad.append(f"bound of {a.var_names[i]}: {x[i]} not in [{a.col_lo[i]}, {a.col_hi[i]}]"
