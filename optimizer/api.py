@@ -93,15 +93,23 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     the search, which then looks only for cheaper ones; the result is never
     dearer than the cheapest of them. A plan of a model with other columns
     or rows is ignored.
+
+    A problem that differs from one solved before in this process only in
+    prices (the same file with another price, a price overlay) is not built
+    again: the model built then is re-priced (the same model to the bit, in
+    a fraction of the time; docs/performance.md, "Re-priced models"). The
+    process keeps the models of the last two problem structures.
     """
     from .executors import solve_executor
+    from .model.reprice import models_of_structure
     from .pipeline import run
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
     with solve_executor(executor, workers, scheduler) as pool:
         return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool,
                    known=[k.result.x if isinstance(k, Plan) else np.asarray(k, float) for k in known
-                          if not (isinstance(k, Plan) and k.result.x is None)])
+                          if not (isinstance(k, Plan) and k.result.x is None)],
+                   models=models_of_structure(pr))
 
 
 def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, Any] | None = None,
@@ -110,18 +118,17 @@ def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, A
     """The problem solved as it is and as changed: ``gpuopt whatif PROBLEM --set ...``.
 
     Returns a :class:`~optimizer.studies.whatif.WhatIf` with ``base`` and
-    ``scenario`` (Plans), ``delta`` and ``to_json()``.
+    ``scenario`` (Plans), ``delta`` and ``to_json()``. A scenario that
+    changes only prices re-prices the base's model (as :func:`solve` does).
     """
-    from .pipeline import run
-    from .studies.whatif import Change, WhatIf, build, overlay, read_raw
+    from .studies.whatif import Change, build, overlay, read_raw, solve_change
 
     file = str(problem)
     raw = read_raw(problem)
     set_list = _set_strings(sets, overrides, kwargs)
     new_raw = overlay(raw, file, set_list, list(scales))
-    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads)
-    return WhatIf(Change("scenario", set_list, list(scales)), run(build(raw, file), **opts),
-                  run(build(new_raw, file), **opts))
+    return solve_change(Change("scenario", set_list, list(scales)), build(raw, file), build(new_raw, file),
+                        solver=solver, time_limit=time_limit, gap=gap, threads=threads)
 
 
 def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),

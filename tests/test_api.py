@@ -121,3 +121,31 @@ def test_estimate_training_is_the_command_lines():
     cli = cli_json("estimate", "training", "-m", "llama-3.1-8b", "-g", "H100-SXM", "-n", "64", "-t", "1e11",
                    "--fabric-gbps", "12.5")
     assert api["hours"] == pytest.approx(cli["hours"]) and api["layout"] == cli["layout"]
+
+
+def test_a_price_change_in_a_notebook_re_prices_the_model_built_before(tmp_path):
+    # The toy at an on-demand price of 60 instead of 80: the same plan (1 reserved unit, 1 spot and 1 on-demand
+    # unit in p1), its on-demand unit 2,000 cheaper: 10,000 + 4,500 + 6,000 = 20,500. Without the reserved unit
+    # it costs 21,960 (p1: spot and 2 on-demand units, 16,500; p2: spot, and small on 8 L4s, 5,460). The
+    # second solve and the what-if's scenario re-price the first solve's model instead of building one; the
+    # plans are those of a model built afresh.
+    import numpy as np
+
+    from optimizer.model.reprice import models_of_structure
+    from optimizer.pipeline import run
+
+    toy = write(tmp_path, TOY)
+    cheaper = ["offerings[od].price_per_hour=60"]
+    first = solve(toy)
+    assert first.objective == pytest.approx(22_500)
+    models = models_of_structure(load_problem(toy))
+    assert models.counts == {"built": 1, "repriced": 0}
+    second = solve(toy, sets=cheaper)
+    assert models.counts == {"built": 1, "repriced": 1}
+    assert_audited(second)
+    assert second.objective == pytest.approx(20_500)
+    fresh = run(load_problem(toy, sets=cheaper))
+    assert np.array_equal(second.result.x, fresh.result.x)
+    w = whatif(toy, sets=cheaper)
+    assert models.counts == {"built": 1, "repriced": 3}  # the base and the scenario
+    assert w.scenario.objective == pytest.approx(20_500) and w.base.objective == pytest.approx(22_500)

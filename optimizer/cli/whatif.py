@@ -18,7 +18,6 @@ import click
 
 from ..solve.backends import Status
 from ..errors import InputError
-from ..pipeline import run
 from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
@@ -57,8 +56,8 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
     gpuopt whatif q3.yaml --scenario spot-cut       # one named scenario against the base
     gpuopt whatif q3.yaml --scenarios more.yaml     # every scenario side by side
     """
-    from ..studies.whatif import (Change, WhatIf, build, overlay, read_raw, render_compare, scenario_raw,
-                                  scenarios)
+    from ..studies.whatif import (Change, build, overlay, read_raw, render_compare, scenario_raw, scenarios,
+                                  solve_change)
 
     file = str(problem)
     raw = read_raw(problem)
@@ -84,7 +83,7 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
         from .report import check_html_target, write_html
 
         check_html_target(html_file, force)
-        result = WhatIf(ch, run(base_pr, **opts), run(new_pr, **opts))
+        result = solve_change(ch, base_pr, new_pr, **opts)
         if html_file:
             click.echo(f"wrote {write_html(result.to_dict(), html_file, force)}", err=True)
         base, new, delta = result.base, result.scenario, result.delta

@@ -231,6 +231,20 @@ class WhatIf:
         return json.dumps(self.to_dict(), indent=2)
 
 
+def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> WhatIf:
+    """Solve ``base`` and ``scenario`` (``opts``: :func:`optimizer.pipeline.run`'s) and compare them.
+
+    A scenario that changes only prices gets the base's model re-priced
+    instead of built again (:func:`optimizer.model.reprice.models_of_structure`;
+    the same model to the bit).
+    """
+    from ..model.reprice import models_of_structure
+    from ..pipeline import run
+
+    return WhatIf(change, run(base, models=models_of_structure(base), **opts),
+                  run(scenario, models=models_of_structure(scenario), **opts))
+
+
 def _money(x) -> str:
     return "-" if x is None else f"{x:,.2f}"
 
