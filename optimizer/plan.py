@@ -17,7 +17,7 @@ import pandas as pd
 
 from .candidates import Candidates
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
-from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months,
+from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months, term_block,
                                 discount_factors, horizon_end_month, monthly_flow_pv)
 from .model.mip import MIP
 from .schema import PAY_PER_HOUR
@@ -247,8 +247,9 @@ def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     holds = np.ones((len(r), len(P)), dtype=bool)
     reserved = (r["pricing"] == "reserved").to_numpy()
     if reserved.any():
-        term = r.loc[reserved, "offering"].map(O["term_months"]).to_numpy().astype(int)
-        holds[reserved] = month[None, :] // term[:, None] == r.loc[reserved, "block"].to_numpy().astype(int)[:, None]
+        term = r.loc[reserved, "offering"].map(O["term_months"]).to_numpy()
+        holds[reserved] = term_block(month[None, :], term[:, None]) == r.loc[reserved, "block"].to_numpy().astype(
+            int)[:, None]
     c, p = np.nonzero(holds)  # row-major: row order, then period order
     return r.iloc[c].reset_index(drop=True).assign(
         _c=c.astype(np.int64), period=P.index[p], month=P["month"].to_numpy()[p],

@@ -427,16 +427,19 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     return {"select": z, "run": w, "hours": t}
 
 
+def term_block(month, term_months) -> np.ndarray:
+    """The term block a month falls in: ⌊month ÷ term_months⌋ (block k runs from month k·term on)."""
+    return np.asarray(month).astype(int) // np.asarray(term_months).astype(int)
+
+
 def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
-    """Term block of every (reserved offering, period): block = ⌊month ÷ term_months⌋."""
+    """Term block of every (reserved offering, period) (:func:`term_block`)."""
     res = O[O["pricing"] == "reserved"]
     # every reserved offering × every period, offering-major (the rows a cross join gives), built by position
     oi, pi = np.repeat(np.arange(len(res)), len(P)), np.tile(np.arange(len(P)), len(res))
-    term = res["term_months"].to_numpy().astype(int)[oi]
-    month = P["month"].to_numpy().astype(int)[pi]
     return pd.DataFrame({"offering": res["offering"].iloc[oi].reset_index(drop=True),
                          "period": P["period"].iloc[pi].reset_index(drop=True),
-                         "block": (month // term).astype(int)})
+                         "block": term_block(P["month"].to_numpy()[pi], res["term_months"].to_numpy()[oi])})
 
 
 def reserved_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
