@@ -146,3 +146,32 @@ def test_a_search_stopped_before_its_root_under_a_cutoff_proves_nothing(solver):
     else:  # stopped by the clock, not cut off: nothing was proven about the cutoff
         assert r.status == Status.TIME_LIMIT, (r.status, r.message)
     assert r.bound is None or r.bound <= 5.0 + 1e-9
+
+
+def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkeypatch):
+    # HiGHS's mip_allow_restart is left at its default unless restart=False; the exact split's leaves pass
+    # False (split.LEAF_RESTARTS). The same optimum either way (the covering model: 5).
+    import highspy
+
+    from optimizer.solve import split
+    from optimizer.solve.backends import Status
+
+    seen = []
+    real = highspy.Highs.setOptionValue
+
+    def spy(self, name, value):
+        seen.append((name, value))
+        return real(self, name, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    m, _ = covering_mip()
+    assert solve(m, solver="highs").objective == pytest.approx(5.0)
+    assert not [v for k, v in seen if k == "mip_allow_restart"]
+    seen.clear()
+    r = solve(m, solver="highs", restart=False)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(5.0)
+    assert ("mip_allow_restart", False) in seen
+    seen.clear()
+    assert split.LEAF_RESTARTS is False
+    leaf = split.solve_leaf(split.LeafTask(m.arrays(), "highs", None, 1e-6, None, None, None))
+    assert leaf.objective == pytest.approx(5.0) and ("mip_allow_restart", False) in seen

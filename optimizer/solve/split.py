@@ -43,6 +43,11 @@ MAX_COMMITMENT_SPLIT = 4
 COMMITMENTS = ("units-reserved", "units-owned-new")
 #: how often the split looks at the leaves running on an executor (seconds)
 POLL_SECONDS = 0.02
+#: whether a leaf's search may restart from its root (HiGHS's ``mip_allow_restart``). A leaf is a small model
+#: with its choices fixed, searched under a cutoff: its root fixes a fifth or more of the integers by reduced
+#: cost, and each restart presolves again and repeats the root's cuts, which cost more than the smaller model
+#: saves (q3: two restarts in the slowest leaf; the solve 31.5 s -> 22.3 s; docs/performance.md)
+LEAF_RESTARTS = False
 
 
 def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
@@ -440,7 +445,7 @@ class LeafTask:
 def solve_leaf(task: LeafTask) -> SolveResult:
     """Search one leaf with the back end (in this process or on a worker); its result as the back end gives it."""
     return backend_solve(None, solver=task.solver, time_limit=task.time_limit, gap=task.gap, threads=task.threads,
-                         arrays=task.arrays, start=task.start, cutoff=task.cutoff)
+                         arrays=task.arrays, start=task.start, cutoff=task.cutoff, restart=LEAF_RESTARTS)
 
 
 def warm(_=None) -> bool:

@@ -77,6 +77,7 @@ def solve(
     arrays: Arrays | None = None,
     target: float | None = None,
     cutoff: float | None = None,
+    restart: bool = True,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -84,7 +85,7 @@ def solve(
     ----------
     time_limit
         Wall-clock seconds for the solver; the best plan so far comes back as
-        ``feasible`` with its proven bound, or ``error`` if there is none.
+        ``feasible`` with its proven bound, or ``time-limit`` if there is none.
     gap
         Relative gap at which the solver may stop and call the plan optimal.
     threads
@@ -100,8 +101,13 @@ def solve(
     cutoff
         Prune whatever cannot cost less than this (back ends that can:
         HiGHS, CBC; SCIP and CP-SAT solve on); the caller holds such a plan.
-        A search that finds nothing below it ends with status ``error``, the
+        A search that finds nothing below it ends with status ``cut-off``, the
         message "cut off" and the cutoff as its bound.
+    restart
+        Whether the back end may restart its search from the root when the
+        root has fixed many integer columns (HiGHS's ``mip_allow_restart``;
+        the others ignore it). The exact split's leaves search without
+        (:data:`optimizer.solve.split.LEAF_RESTARTS`).
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -123,6 +129,8 @@ def solve(
     extra = {}
     if key == "highs":
         extra = {k: v for k, v in (("target", target), ("cutoff", cutoff)) if v is not None}
+        if not restart:
+            extra["restart"] = False
     elif key == "cbc" and cutoff is not None:
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)

@@ -87,7 +87,7 @@ def _lp(highspy, a: Arrays):
 
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
-                  target: float | None = None, cutoff: float | None = None) -> SolveResult:
+                  target: float | None = None, cutoff: float | None = None, restart: bool = True) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -99,7 +99,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     soon as its global bound does. A plan found at or above the cutoff only
     shows that nothing cheaper than the cutoff exists here; the result then
     carries the cutoff as its bound. A search that proves nothing is below
-    the cutoff ends "cut off", with the cutoff as its bound.
+    the cutoff ends "cut off", with the cutoff as its bound. ``restart``:
+    HiGHS's ``mip_allow_restart`` (a restart presolves again and repeats
+    the root's cuts once the root has fixed a fifth of the integers).
     """
     import highspy
 
@@ -112,6 +114,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         h.resetGlobalScheduler(True)
         h.setOptionValue("threads", int(threads))
     h.setOptionValue("mip_rel_gap", float(gap))
+    if not restart:
+        h.setOptionValue("mip_allow_restart", False)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     h.passModel(_lp(highspy, a))
@@ -190,7 +194,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         # solves the whole model (its reported objective is the optimum's): solve again without the start
         left = None if time_limit is None else max(1.0, time_limit - elapsed)
         again = solve_highspy(mip, time_limit=left, gap=gap, threads=threads, start=None, arrays=a, target=target,
-                              cutoff=cutoff)
+                              cutoff=cutoff, restart=restart)
         again.solve_seconds += elapsed
         again.build_seconds += build
         return again
