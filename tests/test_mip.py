@@ -1,11 +1,15 @@
 """The table-built MIP container: rows from term tables, duplicates, empty rows."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from optimizer.solve.backends import solve
 from optimizer.model.mip import MIP, terms
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_duplicate_terms_in_a_row_are_summed():
@@ -175,3 +179,34 @@ def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkey
     assert split.LEAF_RESTARTS is False
     leaf = split.solve_leaf(split.LeafTask(m.arrays(), "highs", None, 1e-6, None, None, None))
     assert leaf.objective == pytest.approx(5.0) and ("mip_allow_restart", False) in seen
+
+
+def test_a_leaf_stopped_at_its_cutoff_by_the_callback_is_cut_off_not_a_failure():
+    # q3 at 3x the L4 spot price, the split's leaf chat on H100 x4 fp8, no reserved unit, one new server,
+    # searched below 119,149.18 (the plan of another leaf) without restarts: HiGHS stops at our callback
+    # once its global bound reaches the cutoff, says "interrupted by user" and reports a dual bound of +inf
+    # (every node pruned). That is a proof that nothing in the leaf is cheaper; it came back as an `error`
+    # without a bound, and the split, without a time limit, reported the optimum 119,129.13 as "time
+    # limit", 14 % short of proven (a sweep then solved all 100 of its points).
+    from optimizer.candidates import build_candidates
+    from optimizer.load import load_problem
+    from optimizer.model import presolve
+    from optimizer.model.strengthen import training_cover
+    from optimizer.solve.backends import Status
+
+    pr = load_problem(ROOT / "problems" / "q3.yaml", sets=["offerings[aws-g6-spot].price_per_hour*=3"])
+    model = presolve.build(pr, build_candidates(pr))
+    mip = model.mip
+    a = mip.arrays().with_rows(training_cover(mip, model.vars)).copy_bounds()
+    cu = mip.variables["config-used"]
+    chat = (cu.coords["service"] == "chat").to_numpy()
+    a.col_lo[cu.ids[chat]] = a.col_hi[cu.ids[chat]] = 0.0
+    x4 = cu.ids[chat & (cu.coords["config"] == "H100-SXM x4 fp8").to_numpy()]
+    a.col_lo[x4] = a.col_hi[x4] = 1.0
+    for name, v in (("units-reserved", 0.0), ("units-owned-new", 1.0)):
+        ids = mip.variables[name].ids
+        a.col_lo[ids] = a.col_hi[ids] = v
+    cutoff = 119_149.18025506602
+    r = solve(None, solver="highs", arrays=a, gap=0.1, cutoff=cutoff, restart=False)
+    assert r.status == Status.CUT_OFF, (r.status, r.message)
+    assert r.bound == pytest.approx(cutoff) and r.x is None

@@ -153,3 +153,30 @@ def test_without_workers_the_leaves_run_here(solve, monkeypatch):
 
     plan = solve(reserved_flip(), solver="highs", executor=One())
     assert plan.objective == pytest.approx(1_000) and calls
+
+
+def test_a_leaf_the_back_end_fails_on_is_counted_at_its_lp_bound_and_named(solve, monkeypatch):
+    # The back end fails on the first leaf searched, every time it is searched (a solver failure, not a
+    # limit). That leaf proves no more than its LP bound: the result is a plan, not proven, with no time
+    # limit to blame ("not proven", never "time limit"), and the message names the failure. reserved_flip's
+    # stable plans cost 1,000 (B on the reserved unit), 1,100 and 1,200, so the plan costs at least 1,000
+    # and its bound, the least of the leaves' bounds, is at most 1,000.
+    from optimizer.solve.result import SolveResult
+
+    real = split.solve_leaf
+    first = []
+
+    def failing(task):
+        key = (task.arrays.col_lo.tobytes(), task.arrays.col_hi.tobytes())
+        first.append(key) if not first else None
+        if key == first[0]:
+            return SolveResult(Status.ERROR, "highs", message="HiGHS status Solve error")
+        return real(task)
+
+    monkeypatch.setattr(split, "solve_leaf", failing)
+    plan = solve(reserved_flip(), solver="highs")
+    r = plan.result
+    assert plan.status == Status.FEASIBLE and plan.objective >= 1_000 - 1e-6
+    assert r.bound is not None and r.relaxation_bound - 1e-6 <= r.bound <= 1_000 + 1e-6
+    assert r.message.startswith("not proven: one stable solve per configuration of chat")
+    assert "the back end failed on 1 leaf (first: HiGHS status Solve error), counted at their LP bounds" in r.message

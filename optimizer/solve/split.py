@@ -237,6 +237,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     choices = configs + commitment_choices(model, a, first, prefer)
     B = first.bound
     state = {"best": incumbent, "pruned": 0, "carried": 0}
+    failed: dict[tuple, str] = {}  # the leaves whose last search the back end failed on, with its message
     solved: set[tuple] = set()  # the leaves searched (a leaf may be searched twice: to first_gap, then to gap)
     loose = gap if first_gap is None else max(gap, first_gap)
     carried = {} if carried is None else carried
@@ -274,7 +275,12 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if r.status == Status.INFEASIBLE:
             leaf_proofs[key] = roots[key] = np.inf
             return
-        bound = max(known, r.bound) if r.bound is not None else known
+        if r.status == Status.ERROR:  # the back end failed on this leaf: its LP bound stands, the message says so
+            failed[key] = r.message
+        else:
+            failed.pop(key, None)
+        # the leaf's LP bound holds whatever its search proved (a search that failed or stopped proves no more)
+        bound = max(known, lp_of[key], -np.inf if r.bound is None else r.bound)
         leaf_proofs[key] = bound
         root = lp_of[key] if r.root_bound is None else min(r.root_bound, max(bound, lp_of[key]))
         roots[key] = max(roots.get(key, -np.inf), root)
@@ -375,6 +381,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if not bounds:  # no option of the class admits a stable plan
             return SolveResult(Status.INFEASIBLE, solver, solve_seconds=seconds,
                                message="no plan meets every constraint with the stability limits")
+        if time_limit is None:  # nothing stopped the leaves but the back end itself
+            return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
+                               message="no stable plan: the back end failed on the leaves of the split"
+                               + (f" (first: {next(iter(failed.values()))})" if failed else ""))
         return SolveResult(Status.TIME_LIMIT, solver, bound=min(bounds), solve_seconds=seconds,
                            message="no stable plan within the time limit")
     best.solve_seconds = seconds
@@ -387,13 +397,16 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     # a leaf's own root proves nothing for the others: the least of them is the split's root, unless the
     # model without limits' root (a relaxation of every leaf) is higher
     best.root_bound = best_root([first.root_bound, min(roots.values(), default=None)], best.bound)
-    best.message = (f"{'optimal' if proven else 'time limit'}: one stable solve per {what}: "
+    best.message = (f"{'optimal' if proven else 'time limit' if time_limit is not None else 'not proven'}: "
+                    f"one stable solve per {what}: "
                     f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else "")
                     + ("; split as its solved neighbours were, without the model without limits"
-                       if classes is not None else ""))
+                       if classes is not None else "")
+                    + (f"; the back end failed on {len(failed)} lea{'f' if len(failed) == 1 else 'ves'} (first: "
+                       f"{next(iter(failed.values()))}), counted at their LP bounds" if failed else ""))
     return best
 
 

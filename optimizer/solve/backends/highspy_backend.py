@@ -133,6 +133,10 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
 
     log: list[str] = []
     root = {"pending": None, "bound": None}  # the last node-0 bound; the root bound once past node 0
+    #: set when the callback stops the search because its global bound reached the cutoff: a proof that
+    #: nothing here is cheaper, which HiGHS's own status ("interrupted", a dual bound of +inf once every
+    #: node is pruned) does not say
+    at_cutoff = {"seen": False}
 
     def on_event(kind, message, data_out, data_in, user_data):
         if kind == highspy.cb.HighsCallbackType.kCallbackLogging:
@@ -148,6 +152,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
             if target is not None and np.isfinite(primal) and primal <= target:
                 data_in.user_interrupt = True
             if cutoff is not None and float(data_out.mip_dual_bound) >= cutoff:
+                at_cutoff["seen"] = True
                 data_in.user_interrupt = True
 
     h.setCallback(on_event, None)
@@ -176,7 +181,9 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
     dual = float(info.mip_dual_bound) if mip_model else None
     bound = dual if dual is not None and np.isfinite(dual) else None
-    if cut:
+    if cut and at_cutoff["seen"]:
+        bound = float(cutoff)  # the search was stopped there: its global bound had reached the cutoff
+    elif cut:
         bound = clip_to_cutoff(bound, cutoff)
     if common["root_bound"] is None and mip_model and status == S.kOptimal and info.mip_node_count <= 1:
         common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
