@@ -279,8 +279,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             failed[key] = r.message
         else:
             failed.pop(key, None)
-        # the leaf's LP bound holds whatever its search proved (a search that failed or stopped proves no more)
-        bound = max(known, lp_of[key], -np.inf if r.bound is None else r.bound)
+        # a search that reports no bound (it failed, or stopped before its root) proves the leaf's LP bound
+        bound = max(known, r.bound) if r.bound is not None else max(known, lp_of[key])
         leaf_proofs[key] = bound
         root = lp_of[key] if r.root_bound is None else min(r.root_bound, max(bound, lp_of[key]))
         roots[key] = max(roots.get(key, -np.inf), root)
