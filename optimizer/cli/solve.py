@@ -16,7 +16,8 @@ from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_u
 
 
 def exit_code(status: Status) -> int:
-    """0 a plan was found; 1 infeasible; 3 the solver failed or stopped with no plan."""
+    """0 a plan was found; 1 infeasible; 3 no plan: the solver failed (`error`) or the time limit came first
+    (`time-limit`)."""
     if status.has_plan:
         return EXIT_OK
     return EXIT_INFEASIBLE if status == Status.INFEASIBLE else EXIT_SOLVER
@@ -30,7 +31,8 @@ def solver_options(f):
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Wall-clock seconds for each solve, from the model build to the audited plan; the best "
-                     "plan so far is returned as `feasible` with its bound.")(f)
+                     "plan so far is returned as `feasible` with its bound (no plan yet: status `time-limit`, "
+                     "exit 3).")(f)
     f = click.option("--solver", type=click.Choice(sorted(BACKENDS), case_sensitive=False),
                      default=DEFAULT_SOLVER, show_default=True, help="Solver back end.")(f)
     return f
