@@ -248,8 +248,8 @@ def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     reserved = (r["pricing"] == "reserved").to_numpy()
     if reserved.any():
         term = r.loc[reserved, "offering"].map(O["term_months"]).to_numpy()
-        holds[reserved] = term_block(month[None, :], term[:, None]) == r.loc[reserved, "block"].to_numpy().astype(
-            int)[:, None]
+        block = r.loc[reserved, "block"].to_numpy().astype(int)
+        holds[reserved] = term_block(month[None, :], term[:, None]) == block[:, None]
     c, p = np.nonzero(holds)  # row-major: row order, then period order
     return r.iloc[c].reset_index(drop=True).assign(
         _c=c.astype(np.int64), period=P.index[p], month=P["month"].to_numpy()[p],

@@ -137,6 +137,7 @@ def test_a_price_change_in_a_notebook_re_prices_the_model_built_before(tmp_path)
     toy = write(tmp_path, TOY)
     cheaper = ["offerings[od].price_per_hour=60"]
     first = solve(toy)
+    assert_audited(first)
     assert first.objective == pytest.approx(22_500)
     models = models_of_structure(load_problem(toy))
     assert models.counts == {"built": 1, "repriced": 0}
@@ -145,7 +146,10 @@ def test_a_price_change_in_a_notebook_re_prices_the_model_built_before(tmp_path)
     assert_audited(second)
     assert second.objective == pytest.approx(20_500)
     fresh = run(load_problem(toy, sets=cheaper))
+    assert_audited(fresh)
     assert np.array_equal(second.result.x, fresh.result.x)
     w = whatif(toy, sets=cheaper)
     assert models.counts == {"built": 1, "repriced": 3}  # the base and the scenario
+    assert_audited(w.base)
+    assert_audited(w.scenario)
     assert w.scenario.objective == pytest.approx(20_500) and w.base.objective == pytest.approx(22_500)

@@ -168,7 +168,8 @@ def test_a_leaf_the_back_end_fails_on_is_counted_at_its_lp_bound_and_named(solve
 
     def failing(task):
         key = (task.arrays.col_lo.tobytes(), task.arrays.col_hi.tobytes())
-        first.append(key) if not first else None
+        if not first:
+            first.append(key)
         if key == first[0]:
             return SolveResult(Status.ERROR, "highs", message="HiGHS status Solve error")
         return real(task)

@@ -20,9 +20,9 @@ def violations(a: Arrays, x: np.ndarray, tol: float = 1e-6, limit: int = 5) -> l
     bad = []
     if x.shape != (a.n_vars,):
         return [f"the vector has {x.shape} values for {a.n_vars} variables"]
-    with np.errstate(invalid="ignore"):  # inf − inf where a bound is infinite: no tolerance needed there
-        lo_tol = tol * (1.0 + np.where(np.isfinite(a.col_lo), np.abs(a.col_lo), 0.0))
-        hi_tol = tol * (1.0 + np.where(np.isfinite(a.col_hi), np.abs(a.col_hi), 0.0))
+    # an infinite bound needs no tolerance: it keeps a finite one, and ±inf ∓ a finite number is ±inf
+    lo_tol = tol * (1.0 + np.where(np.isfinite(a.col_lo), np.abs(a.col_lo), 0.0))
+    hi_tol = tol * (1.0 + np.where(np.isfinite(a.col_hi), np.abs(a.col_hi), 0.0))
     out = (x < a.col_lo - lo_tol) | (x > a.col_hi + hi_tol)
     if out.any():
         i = int(np.flatnonzero(out)[0])

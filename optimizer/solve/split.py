@@ -375,6 +375,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     bounds += [o[0] for o in open_]
     # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
     best, seconds = state["best"], first.solve_seconds + (time.perf_counter() - t0)
+    failure = next(iter(failed.values()), None)  # the back end's word on the first leaf it failed on
     what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
             + "".join(f" and count of {c.name}" for c in choices[len(configs):]))
     if best is None:
@@ -384,7 +385,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if time_limit is None:  # nothing stopped the leaves but the back end itself
             return SolveResult(Status.ERROR, solver, bound=min(bounds), solve_seconds=seconds,
                                message="no stable plan: the back end failed on the leaves of the split"
-                               + (f" (first: {next(iter(failed.values()))})" if failed else ""))
+                               + (f" (first: {failure})" if failed else ""))
         return SolveResult(Status.TIME_LIMIT, solver, bound=min(bounds), solve_seconds=seconds,
                            message="no stable plan within the time limit")
     best.solve_seconds = seconds
@@ -406,7 +407,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + ("; split as its solved neighbours were, without the model without limits"
                        if classes is not None else "")
                     + (f"; the back end failed on {len(failed)} lea{'f' if len(failed) == 1 else 'ves'} (first: "
-                       f"{next(iter(failed.values()))}), counted at their LP bounds" if failed else ""))
+                       f"{failure}), counted at their LP bounds" if failed else ""))
     return best
 
 
