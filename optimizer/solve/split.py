@@ -46,7 +46,7 @@ POLL_SECONDS = 0.02
 #: whether a leaf's search may restart from its root (HiGHS's ``mip_allow_restart``). A leaf is a small model
 #: with its choices fixed, searched under a cutoff: its root fixes a fifth or more of the integers by reduced
 #: cost, and each restart presolves again and repeats the root's cuts, which cost more than the smaller model
-#: saves (q3: two restarts in the slowest leaf; the solve 31.5 s -> 22.3 s; docs/performance.md)
+#: saves (measured in docs/performance.md, "Leaves without restarts")
 LEAF_RESTARTS = False
 
 
