@@ -10,9 +10,9 @@ from optimizer.candidates import build_candidates
 from optimizer.executors import Inline, Processes
 from optimizer.load import load_problem
 from optimizer.model import presolve
-from optimizer.solve import driver
+from optimizer.solve import backends, driver
 from optimizer.solve.feasibility import objective, violations
-from optimizer.solve.period_polish import polish_periods
+from optimizer.solve.period_polish import polish_periods, recommit
 
 from test_known_answers import reserved_problem
 
@@ -47,3 +47,89 @@ def test_each_period_drops_the_unit_it_does_not_need(tmp_path, side_by_side):
     # the reservation (a column without a period) is never changed by a period round
     u = model.mip.variables["units-reserved"].ids
     assert np.array_equal(out[u], x[u])
+
+
+def over_committed(tmp_path, data=None, cuts=None):
+    """reserved_problem with 3 reserved units: every replica on the reservation (p1 10 of its 12 places, p2 3),
+    nothing rented: 3 × 50 $/h × 200 h = 30,000."""
+    pr = load_problem(write_problem(tmp_path, data or reserved_problem()))
+    extra = {} if cuts is None else {"cuts": cuts}
+    model = presolve.build(pr, build_candidates(pr), **extra)
+    a = model.mip.arrays()
+    u = model.mip.variables["units-reserved"].ids
+    three = a.copy_bounds()
+    three.col_lo[u] = three.col_hi[u] = 3.0
+    x = backends.solve(model.mip, arrays=three).x
+    assert objective(a, x) == pytest.approx(30_000) and not violations(a, x)
+    return model, a, x
+
+
+def test_recommit_fits_every_period_to_the_new_commitments(tmp_path):
+    # One reserved unit holds 4 replicas: p1 rents 2 on-demand units for its other 6 (2 × 80 × 100 = 16,000),
+    # p2's 3 fit the reservation: 10,000 + 16,000 = 26,000, the optimum (test_reserved_versus_on_demand).
+    # Neither round alone gets there from 30,000: with the replicas fixed on the reservation the units round
+    # must keep 3 units, and a period round cannot change the reservation.
+    model, a, x = over_committed(tmp_path)
+    out, rec = recommit(model, a, x, {"units-reserved": np.array([1.0])}, 60.0)
+    assert rec == {**rec, "periods": 2, "before": pytest.approx(30_000), "after": pytest.approx(26_000)}
+    assert objective(a, out) == pytest.approx(26_000) and not violations(a, out)
+    # with no reservation: 3 on-demand units in p1 and 1 in p2, 4 × 8,000 = 32,000 (dearer: the caller decides)
+    out, rec = recommit(model, a, x, {"units-reserved": np.array([0.0])}, 60.0)
+    assert rec["after"] == pytest.approx(32_000)
+
+
+def test_recommit_without_a_plan_in_some_period(tmp_path):
+    # on-demand capped at 1 unit (8 GPUs = 4 replicas): without the reservation p1's 10 replicas have no room
+    data = reserved_problem()
+    data["offerings"][0]["max_units"] = 1
+    model, a, x = over_committed(tmp_path, data)
+    out, rec = recommit(model, a, x, {"units-reserved": np.array([0.0])}, 60.0)
+    assert out is None and rec["after"] is None and rec["before"] == pytest.approx(30_000)
+
+
+def test_the_lp_commitments_rounded_up(tmp_path):
+    # Without the valid inequalities the LP rents fractions of a unit: p1 needs 2.5 units, p2 0.75. A reserved
+    # unit up to 0.75 saves 2 × 8,000 for 10,000, beyond that only p1's 8,000: the LP reserves 0.75, and
+    # 7,500 + 1.75 × 8,000 = 21,500. Rounded up: 1 unit, and the periods re-solved give the optimum, 26,000.
+    model, a, x = over_committed(tmp_path, cuts=())
+    lp = driver.relaxation(model)
+    u = model.mip.variables["units-reserved"].ids
+    assert lp.objective == pytest.approx(21_500) and lp.x[u] == pytest.approx([0.75])
+    out, rec = driver._commit_as_lp(model, a, x, lp.x, 60.0)
+    assert objective(a, out) == pytest.approx(26_000) and not violations(a, out)
+    # a plan that already holds those counts is left to the other rounds
+    assert driver._commit_as_lp(model, a, out, lp.x, 60.0) == (None, {})
+
+
+def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeypatch):
+    # The large-model path of the driver, on reserved_problem with a second configuration (1 GPU at 0.3 rps,
+    # dearer per request; kept, reductions off) so that the stability limit applies. Its first plan is made
+    # to be a back end's worst case, 3 reserved units (30,000). The LP relaxation's commitments rounded up,
+    # and the periods re-solved against them, take it below that; the optimum is 26,000 (2-GPU replicas: 4
+    # on one reserved unit, and 2 on-demand units in p1).
+    data = reserved_problem()
+    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr), enabled=False)
+    assert "config-used" in model.mip.variables
+    a = model.mip.arrays()
+    lp = driver.relaxation(model)
+    u = model.mip.variables["units-reserved"].ids
+    three = a.copy_bounds()
+    three.col_lo[u] = three.col_hi[u] = 3.0
+    dear = backends.solve(model.mip, arrays=three)
+    assert dear.objective == pytest.approx(30_000)
+    real = driver.backend_solve
+    calls = []
+
+    def first_plan_dear(*args, **kw):
+        calls.append(kw.get("target"))
+        return dear if len(calls) == 1 else real(*args, **kw)
+
+    monkeypatch.setattr(driver, "backend_solve", first_plan_dear)
+    r = driver._fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, None, 0.0,
+                                     source="the LP relaxation", lp_x=lp.x)
+    assert calls[0] == np.inf  # the first call is the restriction's first plan
+    assert r.objective == pytest.approx(26_000) and not violations(a, r.x)
+    assert ("then the LP relaxation's commitments, rounded up, with every period re-solved against them, "
+            "from 30,000.00") in r.message

@@ -49,10 +49,10 @@ from . import decompose
 from .backends import DEFAULT_SOLVER, solve as backend_solve, solve_relaxation
 from .feasibility import objective, violations
 from .neighbourhood import training_support
-from .period_polish import polish_periods
+from .period_polish import polish_periods, recommit
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap
-from .split import configuration_use, exact_split, warm
+from .split import COMMITMENTS, configuration_use, exact_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -413,6 +413,29 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
     return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
 
 
+def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: float):
+    """The plan ``x`` re-committed to the LP relaxation's commitments rounded up (:func:`recommit`); or None.
+
+    A first plan of a large model holds the commitments its back end's first
+    incumbent happened to take (bench ×1 standard: 317 reserved units where
+    the LP holds 142), and no round that keeps either the replicas or the
+    commitments fixed can move both. Rounded up, the LP's counts hold at
+    least the capacity its optimum used in every term block; the periods
+    then fill around them, and the units round that follows gives back what
+    no period uses (docs/performance.md). (None, record) when the counts are
+    those of ``x`` already.
+    """
+    mip = model.mip
+    counts = {}
+    for family in COMMITMENTS:
+        if family in mip.variables and mip.variables[family].size:
+            ids = mip.variables[family].ids
+            counts[family] = np.clip(np.ceil(lp_x[ids] - 1e-6), a.col_lo[ids], a.col_hi[ids])
+    if not counts or all(np.array_equal(v, np.round(x[mip.variables[f].ids])) for f, v in counts.items()):
+        return None, {}
+    return recommit(model, a, x, counts, time_limit)
+
+
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
@@ -506,6 +529,15 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                 steps.append(f"then searched with those configurations fixed, from {best_obj:,.2f}")
                 best_x, best_obj = inside.x, inside.objective
         elif left >= 1.0 and open_gap(best_obj):
+            if lp_x is not None:
+                t = time.perf_counter()
+                x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
+                seconds += time.perf_counter() - t
+                if x_lp is not None and rec["after"] < best_obj - 1e-9:
+                    steps.append(f"then the LP relaxation's commitments, rounded up, with every period "
+                                 f"re-solved against them, from {best_obj:,.2f}")
+                    best_x, best_obj = x_lp, rec["after"]
+                left = time_limit - (time.perf_counter() - t0)
             t = time.perf_counter()
             best_x, log = polish(mip, fixed, best_x, solver, left, threads)
             seconds += time.perf_counter() - t

@@ -22,6 +22,11 @@ budget). Where they run:
   from the same plan; the new periods are then taken together if the
   combined plan meets every row, else one by one, largest gain first, each
   kept only if the plan still meets every row.
+
+The same restrictions also **re-commit** a plan (:func:`recommit`): its
+commitments (reserved units, servers bought: the columns without a period
+that every period's capacity rows use) are set to new counts, which the
+plan may then break, and each period in turn is re-solved against them.
 """
 
 from __future__ import annotations
@@ -131,3 +136,43 @@ def polish_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, ex
                     best, kept = cand, kept + 1
     return best, {"periods": n, "improved": kept, "before": before, "after": objective(a, best),
                   "seconds": time.perf_counter() - t0}
+
+
+def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.ndarray], time_limit: float
+             ) -> tuple[np.ndarray | None, dict]:
+    """The plan ``x`` of ``a`` with its commitments set to ``commitments``, every period re-solved against them.
+
+    ``commitments`` maps a family of columns without a period
+    (``units-reserved``, ``units-owned-new``) to its new values, one per
+    column of the family. With those counts held, the periods are re-solved
+    one after the other, each with every other column at the plan's value
+    so far: its replicas, units running and training fitted to the new
+    commitments. Until every period is, the plan may break rows (a period
+    still using reserved units that are gone), so a period's new values are
+    kept whenever its restriction has a plan, not only when cheaper; always
+    in order, because each period must see the ones before it.
+
+    Returns the new plan, or None when a period's restriction has no plan
+    in its share of ``time_limit`` or the result breaks a row of ``a`` (a
+    row linking periods); and a record: ``periods``, ``before`` (the cost
+    of ``x``), ``after`` (None without a plan), ``seconds``.
+    """
+    t0 = time.perf_counter()
+    mip = model.mip
+    new = np.asarray(x, dtype=float).copy()
+    for family, values in commitments.items():
+        new[mip.variables[family].ids] = values
+    split = split_by_period(model, a)
+    A_csc = split.A.tocsc()
+    n = len(split.periods)
+    record = {"periods": n, "before": objective(a, x), "after": None}
+    for p in range(n):
+        left = time_limit - (time.perf_counter() - t0)
+        # no floor under a period's share: a half-done pass is no plan, and the pass must end in its time
+        r = solve_restriction(restriction(split, A_csc, p, new, left / (n - p))) if left > 0 else {"x": None}
+        if r["x"] is None:
+            return None, {**record, "seconds": time.perf_counter() - t0}
+        new[split.column_period == p] = r["x"]
+    if violations(a, new, limit=1):
+        return None, {**record, "seconds": time.perf_counter() - t0}
+    return new, {**record, "after": objective(a, new), "seconds": time.perf_counter() - t0}
