@@ -25,9 +25,11 @@ solved to optimality in its share (a large model), no exact stable search
 follows: the configurations are fixed to those that plan (or, without a
 plan, the LP relaxation) uses most and the back end finds a first plan of
 that restriction. The back end's own search of the restriction improves it
-when the LP was cheap next to the limit; fix-and-optimize rounds
-(:mod:`optimizer.solve.polish`, then :mod:`optimizer.solve.period_polish`)
-when it was not. The time left goes to the whole stable model started from
+when the LP was cheap next to the limit. When it was not, the plan is first
+re-committed to the LP's commitments rounded up
+(:func:`optimizer.solve.period_polish.recommit`), then improved by
+fix-and-optimize rounds (:mod:`optimizer.solve.polish`, then
+:mod:`optimizer.solve.period_polish`). The time left goes to the whole stable model started from
 the best plan; the result is reported with the best proven bound and a
 message naming each step.
 
@@ -70,8 +72,9 @@ EXTRA_CANDIDATES = 1
 #: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
-#: under a time limit, the share of the time left after the fix-and-optimize rounds that the period rounds
-#: (:mod:`optimizer.solve.period_polish`) may use before the whole stable model gets the rest
+#: under a time limit, the share of the time left that a pass over the periods
+#: (:mod:`optimizer.solve.period_polish`) may use: the re-commit before the fix-and-optimize rounds, and the period
+#: rounds after them, before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
 #: under a time limit and with an executor, the share of the time after the LP kept for the periods solved
 #: apart (:mod:`optimizer.solve.decompose`), after the search
@@ -453,7 +456,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     2. That plan improved. With ``search`` (the caller's LP took at most
        :data:`STAGES_MAX_LP_SHARE` of the limit, so the back end can get
        past its root in the time), by the back end's own search of the
-       restriction, started from it, with every second left. Otherwise by
+       restriction, started from it, with every second left. Otherwise
+       first re-committed, given ``lp_x``, to the LP relaxation's
+       commitments rounded up with every period re-solved against them
+       (:func:`_commit_as_lp`, :data:`PERIOD_SHARE` of the time left), then by
        fix-and-optimize rounds (:mod:`optimizer.solve.polish`) until a cycle
        of rounds gains nothing, then period by period
        (:mod:`optimizer.solve.period_polish`, on ``executor`` when one is
