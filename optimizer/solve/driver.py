@@ -417,7 +417,7 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
 
 
 def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: float):
-    """The plan ``x`` re-committed to the LP relaxation's commitments rounded up (:func:`recommit`); or None.
+    """The plan ``x`` re-committed to the LP relaxation's commitments rounded up, and :func:`recommit`'s record.
 
     A first plan of a large model holds the commitments its back end's first
     incumbent happened to take (bench ×1 standard: 317 reserved units where
@@ -425,14 +425,16 @@ def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: 
     commitments fixed can move both. Rounded up, the LP's counts hold at
     least the capacity its optimum used in every term block; the periods
     then fill around them, and the units round that follows gives back what
-    no period uses (docs/performance.md). (None, record) when the counts are
-    those of ``x`` already.
+    no period uses (docs/performance.md). The plan is None where
+    :func:`recommit` found none; (None, {}) when the counts are those of
+    ``x`` already.
     """
     mip = model.mip
     counts = {}
     for family in COMMITMENTS:
         if family in mip.variables and mip.variables[family].size:
             ids = mip.variables[family].ids
+            # an LP count within 1e-6 above an integer is that integer (the LP's own tolerance), not one more
             counts[family] = np.clip(np.ceil(lp_x[ids] - 1e-6), a.col_lo[ids], a.col_hi[ids])
     if not counts or all(np.array_equal(v, np.round(x[mip.variables[f].ids])) for f, v in counts.items()):
         return None, {}
