@@ -114,6 +114,34 @@ def test_a_period_model_not_done_in_time_counts_its_lp_bound(tmp_path):
     assert res.bound == pytest.approx(21_500)
 
 
+
+def test_a_weak_bound_of_a_period_model_gives_way_to_its_lp_part(tmp_path):
+    class Weak:
+        """An executor whose period models end at once with a trivial bound of their own (stopped before the
+        root LP, as HiGHS may be on its time limit)."""
+
+        workers = 1
+
+        def submit(self, fn, task):
+            import concurrent.futures as cf
+
+            f = cf.Future()
+            f.set_result({"period": task.period, "bound": -1e6, "bound_from": "mip", "status": "time-limit",
+                          "objective": None, "seconds": 0.0})
+            return f
+
+    from optimizer.solve.driver import relaxation
+
+    model = model_of(tmp_path, reserved_problem())
+    lp, duals = decompose.lp_duals(model)
+    # without the LP's optimum the weak bounds are all there is: constant + master + 2 × (-1e6), far below the LP
+    assert decompose.start(model, duals, Weak()).collect().bound < -1e6
+    # with it each period counts its part of the LP optimum (p1 20,000, p2 1,500: the test above), the stronger
+    res = decompose.start(model, duals, Weak(), lp_x=relaxation(model).x).collect()
+    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
+    assert list(res.periods["bound_from"]) == ["lp", "lp"]
+    assert res.bound == pytest.approx(21_500)
+
 def test_dask_and_serial_give_the_same_bound_and_plan(tmp_path):
     model = model_of(tmp_path, reserved_problem())
     _, duals = decompose.lp_duals(model)
