@@ -239,7 +239,7 @@ def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound,
     n = len(dec.periods)
     fell_back = int((dec.periods["bound_from"] != "mip").sum())
     how = (f"{n} period models on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
-           + (f", {fell_back} of them at their LP bound (not finished in time)" if fell_back else ""))
+           + (f", {fell_back} of them at their LP bound (not proven above it in time)" if fell_back else ""))
     if dec.bound is None or not np.isfinite(dec.bound):
         result.message += f"; the periods solved apart gave no bound ({how})"
         return
