@@ -205,3 +205,22 @@ def test_driver_raises_its_bound_with_the_periods_apart(tmp_path):
     assert r.status == Status.OPTIMAL and plan.audit == []
     assert r.decomposition_bound == pytest.approx(26_000, rel=1e-6)
     assert r.decomposition_bound <= r.objective * (1 + 1e-6)
+
+
+def test_the_periods_bound_takes_the_place_of_the_bound_named_before():
+    # a heuristic plan of 100 whose message names the LP's 50 as its bound; the periods apart prove 80:
+    # the bound is 80, the gap (100 - 80) / 100 = 20 %, and the message names one source, the periods
+    import pandas as pd
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    r = SolveResult(Status.FEASIBLE, "highs", objective=100.0, bound=50.0, gap=0.5,
+                    message="time limit: a heuristic plan" + driver.BOUND_NAMED.format("the LP's"))
+    periods = pd.DataFrame({"period": ["p1", "p2"], "bound": [30.0, 50.0], "bound_from": ["mip", "lp"],
+                            "status": ["optimal", "not finished"], "objective": [None, None], "seconds": [0.0, 0.0]})
+    dec = decompose.DecompositionBound(80.0, periods, 0.0, 0.0, 2, 0.0)
+    driver._apply_decomposition(r, dec, 1e-6)
+    assert r.bound == pytest.approx(80.0) and r.gap == pytest.approx(0.2)
+    assert r.message == ("time limit: a heuristic plan; the bound is the periods solved apart (2 period models on "
+                         "2 workers, 1 of them at their LP bound (not proven above it in time))")

@@ -41,6 +41,7 @@ solve (plan tables and audit).
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Sequence
 
@@ -234,6 +235,12 @@ def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None,
     _apply_decomposition(result, pending.collect(wait), gap)
 
 
+#: the clause by which a heuristic path's message names the source of its bound (:func:`_fixed_configurations`);
+#: a better bound found later (:func:`_apply_decomposition`) takes its place, so the message names one source
+BOUND_NAMED = " (the bound is {})"
+_BOUND_NAMED = re.compile(r" \(the bound is [^()]*\)")
+
+
 def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float) -> None:
     """Record the period models' bound and prove with it where it is the best (the message says so)."""
     n = len(dec.periods)
@@ -249,7 +256,7 @@ def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound,
         return
     result.decomposition_bound = dec.bound
     if _raise_bound(result, dec.bound):
-        result.message += f"; the bound is the periods solved apart ({how})"
+        result.message = _BOUND_NAMED.sub("", result.message) + f"; the bound is the periods solved apart ({how})"
         if result.gap is not None and result.gap <= gap + 1e-12 and result.status == Status.FEASIBLE:
             result.status = Status.OPTIMAL
 
@@ -606,5 +613,5 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +
-                      ("" if proven else f" (the bound is {proof_from})"))
+                      ("" if proven else BOUND_NAMED.format(proof_from)))
     return result
