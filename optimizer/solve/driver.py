@@ -238,7 +238,8 @@ def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None,
 #: the clause by which a heuristic path's message names the source of its bound (:func:`_fixed_configurations`);
 #: a better bound found later (:func:`_apply_decomposition`) takes its place, so the message names one source
 BOUND_NAMED = " (the bound is {})"
-_BOUND_NAMED = re.compile(r" \(the bound is [^()]*\)")
+#: that clause in a message, whatever source it names (derived from it, so the two cannot drift apart)
+_BOUND_NAMED = re.compile(re.escape(BOUND_NAMED).replace(re.escape("{}"), "[^()]*"))
 
 
 def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float) -> None:
