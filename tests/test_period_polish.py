@@ -13,8 +13,15 @@ from optimizer.model import presolve
 from optimizer.solve import backends, driver
 from optimizer.solve.feasibility import objective, violations
 from optimizer.solve.period_polish import polish_periods, recommit
+from optimizer.solve.result import SolveResult, Status
 
+from test_executable_plans import assert_plan_audited
 from test_known_answers import reserved_problem
+
+
+def audited(model, a, x) -> None:
+    """The plan ``x`` read as a plan of ``model`` and audited, as the pipeline audits every plan it returns."""
+    assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=objective(a, x), x=x))
 
 
 def padded_plan(tmp_path):
@@ -42,6 +49,7 @@ def test_each_period_drops_the_unit_it_does_not_need(tmp_path, side_by_side):
     finally:
         ex.close()
     assert objective(a, out) == pytest.approx(26_000)
+    audited(model, a, out)
     assert rec == {**rec, "periods": 2, "improved": 2, "before": pytest.approx(42_000), "after": pytest.approx(26_000)}
     assert not violations(a, out)
     # the reservation (a column without a period) is never changed by a period round
@@ -61,6 +69,7 @@ def over_committed(tmp_path, data=None, cuts=None):
     three.col_lo[u] = three.col_hi[u] = 3.0
     x = backends.solve(model.mip, arrays=three).x
     assert objective(a, x) == pytest.approx(30_000) and not violations(a, x)
+    audited(model, a, x)
     return model, a, x
 
 
@@ -73,9 +82,11 @@ def test_recommit_fits_every_period_to_the_new_commitments(tmp_path):
     out, rec = recommit(model, a, x, {"units-reserved": np.array([1.0])}, 60.0)
     assert rec == {**rec, "periods": 2, "before": pytest.approx(30_000), "after": pytest.approx(26_000)}
     assert objective(a, out) == pytest.approx(26_000) and not violations(a, out)
+    audited(model, a, out)
     # with no reservation: 3 on-demand units in p1 and 1 in p2, 4 × 8,000 = 32,000 (dearer: the caller decides)
     out, rec = recommit(model, a, x, {"units-reserved": np.array([0.0])}, 60.0)
     assert rec["after"] == pytest.approx(32_000)
+    audited(model, a, out)
 
 
 def test_recommit_without_a_plan_in_some_period(tmp_path):
@@ -97,6 +108,7 @@ def test_the_lp_commitments_rounded_up(tmp_path):
     assert lp.objective == pytest.approx(21_500) and lp.x[u] == pytest.approx([0.75])
     out, rec = driver._commit_as_lp(model, a, x, lp.x, 60.0)
     assert objective(a, out) == pytest.approx(26_000) and not violations(a, out)
+    audited(model, a, out)
     # a plan that already holds those counts is left to the other rounds
     assert driver._commit_as_lp(model, a, out, lp.x, 60.0) == (None, {})
 
@@ -131,5 +143,6 @@ def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeyp
                                      source="the LP relaxation", lp_x=lp.x)
     assert calls[0] == np.inf  # the first call is the restriction's first plan
     assert r.objective == pytest.approx(26_000) and not violations(a, r.x)
+    assert_plan_audited(model, r)
     assert ("then the LP relaxation's commitments, rounded up, with every period re-solved against them, "
             "from 30,000.00") in r.message
