@@ -210,3 +210,51 @@ def test_a_leaf_stopped_at_its_cutoff_by_the_callback_is_cut_off_not_a_failure()
     r = solve(None, solver="highs", arrays=a, gap=0.1, cutoff=cutoff, restart=False)
     assert r.status == Status.CUT_OFF, (r.status, r.message)
     assert r.bound == pytest.approx(cutoff) and r.x is None
+
+
+def test_warm_relaxations_solve_each_bound_change_as_from_scratch(monkeypatch):
+    # min x + y, 2x + 3y >= 13, 0 <= x, y <= 10, worked by hand for each change of bounds, solved one after
+    # the other on one HiGHS model (strong branching). The model is passed to HiGHS once for the program and
+    # once more for another program; each answer is also checked against a solve from scratch.
+    from optimizer.solve.backends import Status, solve_relaxation, warm_relaxations
+    from optimizer.solve.backends import highspy_backend
+
+    passed = []
+    real = highspy_backend._lp
+    monkeypatch.setattr(highspy_backend, "_lp", lambda hs, a: passed.append(a) or real(hs, a))
+    m, x = covering_mip()
+    a = m.arrays()
+    lps = warm_relaxations()
+
+    def fixed(**bounds):
+        b = a.copy_bounds()
+        for name, value in bounds.items():
+            lo, hi = value if isinstance(value, tuple) else (value, value)
+            col = {"x": 0, "y": 1, "row": None}[name]
+            if col is None:
+                b.row_lo[0] = lo
+            else:
+                b.col_lo[col], b.col_hi[col] = lo, hi
+        return b
+
+    cases = [
+        (fixed(), 13 / 3),                     # y = 13/3
+        (fixed(y=1.0), 6.0),                   # 2x >= 10: x = 5
+        (fixed(y=0.0), 6.5),                   # x = 6.5
+        (fixed(x=0.0, y=(0.0, 4.0)), None),    # 3y >= 13 with y <= 4: infeasible
+        (fixed(x=2.0), 5.0),                   # 3y >= 9: y = 3
+        (fixed(row=(3.0, np.inf)), 1.0),       # 2x + 3y >= 3: y = 1
+    ]
+    for b, expected in cases:
+        warm = lps.solve(b)
+        cold = solve_relaxation(m, b, "highs")
+        if expected is None:
+            assert warm.status == cold.status == Status.INFEASIBLE
+        else:
+            assert warm.status == Status.OPTIMAL and warm.objective == pytest.approx(expected, rel=1e-9)
+            assert cold.objective == pytest.approx(expected, rel=1e-9)
+    warm_passes = len(passed) - len(cases)  # each solve from scratch passed its model once
+    assert warm_passes == 1
+    m.add_objective(terms(x, [], 0.0), constant=100.0)  # another program: passed anew, 100 higher
+    assert lps.solve(m.arrays()).objective == pytest.approx(100 + 13 / 3, rel=1e-9)
+    assert len(passed) - len(cases) == 2

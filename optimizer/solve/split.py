@@ -30,7 +30,7 @@ import pandas as pd
 from ..model.mip import Arrays
 from ..model.presolve import Model
 from ..model.strengthen import training_cover
-from .backends import solve as backend_solve, solve_relaxation
+from .backends import solve as backend_solve, solve_relaxation, warm_relaxations
 from .result import SolveResult, Status, best_root, relative_gap
 
 #: a request class limited to one configuration is split into one stable solve per candidate
@@ -226,10 +226,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     configs = configuration_choices(model, first, prefer, only=classes)
     if not configs:
         return None
+    lps = warm_relaxations()  # every option's LP, each started from the last one's basis
     try:
         # of several classes, the one whose options' least LP bound is highest (strong branching); its
         # options' LPs are the first level of the search
-        options, config = max(((option_bounds(mip, a, ch), ch) for ch in configs),
+        options, config = max(((option_bounds(mip, a, ch, lps), ch) for ch in configs),
                               key=lambda oc: min((o[1] for o in oc[0]), default=np.inf))
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         return None
@@ -339,7 +340,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             lp_of[key] = lp_bound
             leaf(b, key, share)
             return
-        kids = option_bounds(mip, b, choices[depth]) if kids is None else kids
+        kids = option_bounds(mip, b, choices[depth], lps) if kids is None else kids
         for i, (_p, lp_bound, c, label) in enumerate(kids):
             below = key + ((choices[depth].name, label),)
             if done() or settled(lp_bound):
@@ -411,12 +412,15 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     return best
 
 
-def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str]]:
+def option_bounds(mip, b, choice: Choice, lps=None) -> list[tuple[bool, float, Arrays, str]]:
     """Each option of ``choice`` under the arrays ``b``: (not preferred, its LP bound, its arrays, its label), in
     search order.
 
-    Options whose LP is infeasible are left out; an LP neither optimal nor
-    infeasible raises :class:`Unsettled`.
+    ``lps`` (:func:`~optimizer.solve.backends.warm_relaxations`) solves each
+    option's LP from the basis the last one ended with; an LP it does not
+    settle, and every LP without it, is solved from scratch. Options whose
+    LP is infeasible are left out; an LP neither optimal nor infeasible
+    raises :class:`Unsettled`.
     """
     out = []
     for label, cols, value, preferred in choice.options:
@@ -425,7 +429,9 @@ def option_bounds(mip, b, choice: Choice) -> list[tuple[bool, float, Arrays, str
         c.col_hi[cols] = value
         # HiGHS in this process whatever the back end: an LP bound is a bound whoever computes it, and the
         # back ends in a child process (SCIP, CP-SAT) would start one per option (q3: 69 of them)
-        r = solve_relaxation(mip, c, "highs")
+        r = None if lps is None else lps.solve(c)
+        if r is None:
+            r = solve_relaxation(mip, c, "highs")
         if r.status == Status.OPTIMAL:
             out.append((not preferred, r.objective, c, label))
         elif r.status != Status.INFEASIBLE:

@@ -182,3 +182,11 @@ def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float 
     """
     key = "highs" if solver == "cp-sat" else solver
     return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
+
+
+def warm_relaxations():
+    """A HiGHS LP solver for many relaxations of one program under changing bounds, each started from the last
+    one's basis (:class:`~optimizer.solve.backends.highspy_backend.WarmRelaxation`): strong branching."""
+    from .highspy_backend import WarmRelaxation
+
+    return WarmRelaxation()

@@ -218,3 +218,65 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                                     else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
                                     else f"HiGHS status {h.modelStatusToString(status)}")
     return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
+
+
+class WarmRelaxation:
+    """The LP relaxation of one program under changing bounds, each solve started from the last one's basis.
+
+    Strong branching solves one LP many times with a few columns fixed
+    differently (the exact split's options: a configuration, a count). Passed
+    to HiGHS once, each later solve starts from the basis the previous one
+    ended with, and the dual simplex repairs only what the new bounds moved:
+    on q3 the split's 66 option LPs take 3–10 times fewer iterations each
+    than from scratch (docs/performance.md, "Strong branching from the last
+    basis").
+
+    :meth:`solve` takes arrays of the same program (the matrix and costs
+    shared, as :meth:`~optimizer.model.mip.Arrays.copy_bounds` makes them)
+    with any column and row bounds; arrays of another program are passed
+    anew (no warm start, the same answer).
+    """
+
+    def __init__(self):
+        import highspy
+
+        self._highspy = highspy
+        with _quiet_stdout():
+            self._h = highspy.Highs()
+        self._h.setOptionValue("output_flag", False)
+        self._a = None
+
+    def _same_program(self, b: Arrays) -> bool:
+        a = self._a
+        return (a is not None and b.n_rows == a.n_rows and b.n_vars == a.n_vars and b.vals is a.vals
+                and b.rows is a.rows and b.cols is a.cols and b.c is a.c and b.c0 == a.c0)
+
+    def solve(self, b: Arrays) -> SolveResult | None:
+        """The LP relaxation of ``b``: ``optimal`` with its objective, or ``infeasible``; None for any other
+        outcome (the caller solves it from scratch instead)."""
+        t0 = time.perf_counter()
+        h, hs = self._h, self._highspy
+        if not self._same_program(b):
+            h.passModel(_lp(hs, b.relaxed()))
+            self._a = b.copy_bounds()
+        else:
+            a = self._a
+            for lo, hi, cur_lo, cur_hi, change in ((b.col_lo, b.col_hi, a.col_lo, a.col_hi, h.changeColsBounds),
+                                                   (b.row_lo, b.row_hi, a.row_lo, a.row_hi, h.changeRowsBounds)):
+                moved = np.flatnonzero((lo != cur_lo) | (hi != cur_hi))
+                if len(moved):
+                    change(len(moved), moved.astype(np.int32), np.asarray(lo[moved], dtype=np.float64),
+                           np.asarray(hi[moved], dtype=np.float64))
+                    cur_lo[moved] = lo[moved]
+                    cur_hi[moved] = hi[moved]
+        h.run()
+        status = h.getModelStatus()
+        S = hs.HighsModelStatus
+        seconds = time.perf_counter() - t0
+        if status == S.kOptimal:
+            value = float(h.getInfo().objective_function_value)
+            return SolveResult(Status.OPTIMAL, "highs", objective=value, bound=value, gap=0.0,
+                               solve_seconds=seconds, message="optimal")
+        if status == S.kInfeasible:
+            return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", solve_seconds=seconds)
+        return None
