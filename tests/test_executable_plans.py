@@ -23,11 +23,26 @@ from optimizer.solve.backends import Status
 from test_known_answers import od, svc
 
 def spy_on_solves(monkeypatch, spy) -> None:
-    """Route every back-end solve of the driver and of the split (its leaves, in this process) through ``spy``."""
+    """Route every back-end solve of the driver and of the split (its leaves, in this process) through ``spy``.
+
+    The first-plan guesses that HiGHS searches side by side (``driver.first_plan``) go through ``spy`` one
+    after the other, each with the whole time, the first with a plan taken: what the side-by-side search
+    returns when the guesses' first plans come in that order (tests/test_mip.py tests it itself).
+    """
     from optimizer.solve import driver, split
 
     monkeypatch.setattr(driver, "backend_solve", spy)
     monkeypatch.setattr(split, "backend_solve", spy)
+
+    def one_after_the_other(arrays, time_limit, gap, threads=None):
+        out = None
+        for i, b in enumerate(arrays):
+            out = spy(None, solver="highs", time_limit=time_limit, gap=gap, threads=threads, arrays=b, target=np.inf)
+            if out.status.has_plan:
+                return i, out
+        return None, out
+
+    monkeypatch.setattr(driver, "first_plan", one_after_the_other)
 
 
 MONTH = [{"name": "m0", "hours": 730, "month": 0}]
@@ -604,9 +619,11 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)
 
 
-def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch):
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch, solver):
     # Two guesses on FLIP under 30 s: training as the plan without limits places it, then the
-    # configurations alone. Each gets an equal share of what is left, the last all of it: the first about
+    # configurations alone. HiGHS searches them side by side, each with the whole 30 s (driver.first_plan).
+    # A back end that cannot gives each an equal share of what is left, the last all of it: the first about
     # 15 s (not 30), and when it comes back without a plan (stood in for here) the second gets the rest.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
@@ -617,21 +634,30 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     model = presolve.build(pr, build_candidates(pr))
     a = model.mip.arrays()
     unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=a)
-    limits = []
+    limits, side_by_side = [], []
     real = driver.backend_solve
 
     def spy(*args, **kw):
         limits.append(kw.get("time_limit"))
         if len(limits) == 1:
-            return SolveResult(Status.TIME_LIMIT, "highs", message="no plan within the time limit")
+            return SolveResult(Status.TIME_LIMIT, solver, message="no plan within the time limit")
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    stand_in = driver.first_plan
+    monkeypatch.setattr(driver, "first_plan",
+                        lambda arrays, time_limit, *rest: side_by_side.append((len(arrays), time_limit))
+                        or stand_in(arrays, time_limit, *rest))
+    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, None, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert r.status.has_plan
-    assert 10.0 < limits[0] <= 15.0 + 1e-9
-    assert limits[1] > 20.0
+    if solver == "highs":
+        assert side_by_side == [(2, 30.0)]
+        assert limits[:2] == [30.0, 30.0]
+    else:
+        assert side_by_side == []
+        assert 10.0 < limits[0] <= 15.0 + 1e-9
+        assert limits[1] > 20.0
 
 
 def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions(tmp_path, monkeypatch):

@@ -258,3 +258,36 @@ def test_warm_relaxations_solve_each_bound_change_as_from_scratch(monkeypatch):
     m.add_objective(terms(x, [], 0.0), constant=100.0)  # another program: passed anew, 100 higher
     assert lps.solve(m.arrays()).objective == pytest.approx(100 + 13 / 3, rel=1e-9)
     assert len(passed) - len(cases) == 2
+
+
+def test_first_plan_side_by_side_takes_a_restriction_that_has_one():
+    # min x + y, 2x + 3y >= 13, x, y integers in 0..10 (optimum 5), in two restrictions searched side by side:
+    # x, y <= 1 holds no plan (2 + 3 = 5 < 13); the model itself does. The plan comes from the second, meets
+    # every row, and costs at least the optimum; with both restrictions empty there is no plan and no index.
+    from optimizer.solve.backends import Status, first_plan, settle_background
+    from optimizer.solve.feasibility import violations
+
+    m, _ = covering_mip()
+    a = m.arrays()
+    empty = a.copy_bounds()
+    empty.col_hi[:] = 1.0
+    i, r = first_plan([empty, a], time_limit=30.0, gap=1e-6)
+    settle_background()
+    assert i == 1 and r.status.has_plan
+    assert not violations(a, r.x) and r.objective == pytest.approx(float(a.c @ r.x + a.c0))
+    assert r.objective >= 5.0 - 1e-9
+    i, r = first_plan([empty, empty], time_limit=30.0, gap=1e-6)
+    assert i is None and not r.status.has_plan and r.status == Status.INFEASIBLE
+
+
+def test_a_target_of_infinity_returns_a_plan_of_the_model():
+    # stopped at its first plan: whatever HiGHS found first, it meets every row and is priced by the model
+    from optimizer.solve.backends import settle_background
+    from optimizer.solve.feasibility import violations
+
+    m, _ = covering_mip()
+    a = m.arrays()
+    r = solve(m, solver="highs", target=np.inf)
+    settle_background()
+    assert r.status.has_plan and not violations(a, r.x)
+    assert r.objective == pytest.approx(float(a.c @ r.x + a.c0)) and r.objective >= 5.0 - 1e-9

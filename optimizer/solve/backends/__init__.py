@@ -150,6 +150,34 @@ def solve(
     return result
 
 
+def first_plan(arrays: list[Arrays], time_limit: float | None, gap: float,
+               threads: int | None = None) -> tuple[int | None, SolveResult]:
+    """The first plan of any of several restrictions of one model, searched side by side with HiGHS.
+
+    Each restriction gets a HiGHS run of its own, in a thread, with the whole
+    ``time_limit``, stopped at its first plan; the first plan found stops the
+    others (:func:`optimizer.solve.backends.highspy_backend.first_plan`).
+    Returns the index of the restriction that gave it and its result, which
+    is checked against every row, bound and integrality as :func:`solve`
+    checks; (None, a result without a plan) when no run found one.
+    """
+    from .highspy_backend import first_plan as highs_first_plan
+
+    if time_limit is not None and time_limit <= 0:
+        raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
+    i, result = highs_first_plan(arrays, time_limit, gap, threads)
+    if result.status.has_plan:
+        from ..feasibility import violations
+
+        bad = violations(arrays[i], result.x)
+        if bad:
+            result.status = Status.ERROR
+            result.message = f"highs's solution breaks the model ({bad[0]}): a numerical failure of the solver"
+            result.x = None
+            result.objective = None
+    return i, result
+
+
 def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: float) -> None:
     """Return the start as the plan when the solver found none, or a worse one."""
     if result.status == Status.INFEASIBLE:
@@ -182,6 +210,16 @@ def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float 
     """
     key = "highs" if solver == "cp-sat" else solver
     return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
+
+
+def settle_background() -> None:
+    """Wait for the back end's runs still ending in the background (HiGHS runs that returned a plan at their
+    ``target`` before their current stage ended); a no-op when HiGHS was never loaded."""
+    import sys
+
+    module = sys.modules.get(__name__ + ".highspy_backend")
+    if module is not None:
+        module.settle_background()
 
 
 def warm_relaxations():

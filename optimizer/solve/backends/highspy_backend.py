@@ -30,6 +30,7 @@ they clash, so the OR-Tools back ends (SCIP, CP-SAT) run in a child process
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -85,6 +86,7 @@ def _lp(highspy, a: Arrays):
     return lp
 
 
+
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
                   target: float | None = None, cutoff: float | None = None, restart: bool = True) -> SolveResult:
@@ -93,131 +95,307 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     ``target``: stop as soon as a plan costs at most this much (the caller
     holds a proof that nothing is cheaper, e.g. a relaxation's bound); the
     result is then ``feasible`` with HiGHS's own bound, and the caller
-    applies its proof. ``cutoff``: the caller has a plan of this cost
-    elsewhere, so only cheaper plans matter: HiGHS prunes every node whose
-    bound reaches it from the start (its ``objective_bound``), and stops as
-    soon as its global bound does. A plan found at or above the cutoff only
-    shows that nothing cheaper than the cutoff exists here; the result then
-    carries the cutoff as its bound. A search that proves nothing is below
-    the cutoff ends "cut off", with the cutoff as its bound. ``restart``:
-    HiGHS's ``mip_allow_restart`` (a restart presolves again and repeats
-    the root's cuts once the root has fixed a fifth of the integers).
+    applies its proof. The plan comes back as soon as HiGHS finds it, not
+    when HiGHS next looks at its interrupt (:class:`_Run`). ``cutoff``: the
+    caller has a plan of this cost elsewhere, so only cheaper plans matter:
+    HiGHS prunes every node whose bound reaches it from the start (its
+    ``objective_bound``), and stops as soon as its global bound does. A
+    plan found at or above the cutoff only shows that nothing cheaper than
+    the cutoff exists here; the result then carries the cutoff as its bound.
+    A search that proves nothing is below the cutoff ends "cut off", with
+    the cutoff as its bound. ``restart``: HiGHS's ``mip_allow_restart`` (a
+    restart presolves again and repeats the root's cuts once the root has
+    fixed a fifth of the integers).
     """
-    import highspy
-
-    t0 = time.perf_counter()
     a = arrays if arrays is not None else mip.arrays()
-    with _quiet_stdout():
-        h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if threads:
-        h.resetGlobalScheduler(True)
-        h.setOptionValue("threads", int(threads))
-    h.setOptionValue("mip_rel_gap", float(gap))
-    if not restart:
-        h.setOptionValue("mip_allow_restart", False)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    h.passModel(_lp(highspy, a))
-    mip_model = bool(a.integer.any())
-    cut = cutoff is not None and np.isfinite(cutoff) and mip_model
-    if cut:
-        h.setOptionValue("objective_bound", float(cutoff))
-    used_start = ""
-    if start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = np.asarray(start, dtype=np.float64)
-        sol.value_valid = True
-        h.setSolution(sol)
-        used_start = "incumbent"
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart)
+    result = run.result() if run.run_to_target([run]) else run.early_result()
+    if start is not None and run.mip_model and run.reported is not None \
+            and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
+        # HiGHS 1.16.0 (highspy) hands back the start it was given, not its own optimum, when MIP presolve
+        # solves the whole model (its reported objective is the optimum's): solve again without the start
+        left = None if time_limit is None else max(1.0, time_limit - result.solve_seconds)
+        again = solve_highspy(mip, time_limit=left, gap=gap, threads=threads, start=None, arrays=a, target=target,
+                              cutoff=cutoff, restart=restart)
+        again.solve_seconds += result.solve_seconds
+        again.build_seconds += result.build_seconds
+        return again
+    return result
 
-    log: list[str] = []
-    root = {"pending": None, "bound": None}  # the last node-0 bound; the root bound once past node 0
-    #: set when the callback stops the search because its global bound reached the cutoff: a proof that
-    #: nothing here is cheaper, which HiGHS's own status ("interrupted", a dual bound of +inf once every
-    #: node is pruned) does not say
-    at_cutoff = {"seen": False}
 
-    def on_event(kind, message, data_out, data_in, user_data):
-        if kind == highspy.cb.HighsCallbackType.kCallbackLogging:
-            log.append(message)
-        elif kind == highspy.cb.HighsCallbackType.kCallbackMipInterrupt:
+def first_plan(arrays: list[Arrays], time_limit: float | None, gap: float,
+               threads: int | None = None) -> tuple[int | None, SolveResult]:
+    """The first plan any of several restrictions gives, searched side by side, one HiGHS run each.
+
+    Each run has the whole ``time_limit`` and stops at its first plan (a
+    target of +inf); as soon as one has a plan, the others are told to stop
+    at their next interrupt point and end in the background
+    (:func:`settle_background`). Returns the index of the restriction that
+    gave the plan and its result; (None, the last run's result) when none
+    had a plan (every run ended).
+    """
+    runs = [_Run(a, time_limit, gap, threads, None, np.inf, None, True) for a in arrays]
+    for r in runs:  # one signal for the group: the first plan stops every run
+        r.early["stop"] = runs[0].early["stop"]
+        r.early["wake"] = runs[0].early["wake"]
+    if runs[0].run_to_target(runs):  # every run ended: read as usual
+        results = [r.result() for r in runs]
+        found = [i for i, r in enumerate(results) if r.status.has_plan]
+        if not found:
+            return None, results[-1]
+        i = min(found, key=lambda k: results[k].objective)
+        return i, results[i]
+    found = [i for i, r in enumerate(runs) if r.early["x"] is not None]
+    i = min(found, key=lambda k: runs[k].early["objective"])
+    return i, runs[i].early_result()
+
+
+class _Run:
+    """One HiGHS run of the arrays ``a``, prepared (options, model, callbacks), then run and read.
+
+    With a ``target``, the first plan that meets it is read from HiGHS's
+    improving-solution callback (``early``). HiGHS looks at its interrupt
+    only between the stages of its search, the first after the root LP,
+    while its heuristics may find that plan right after presolve (bench ×1
+    training-heavy with the configurations fixed: a plan at 3.6 s, the root
+    LP until 17.8 s). So a run with a target goes on in a thread of its own,
+    and its plan comes back as soon as it is found (:meth:`run_to_target`).
+    """
+
+    def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
+                 start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool):
+        import highspy
+
+        t0 = time.perf_counter()
+        self.a, self.gap, self.target, self.cutoff = a, gap, target, cutoff
+        self.hs = highspy
+        with _quiet_stdout():
+            h = self.h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        if threads:
+            _scheduler_for(h, int(threads))
+            h.setOptionValue("threads", int(threads))
+        h.setOptionValue("mip_rel_gap", float(gap))
+        if not restart:
+            h.setOptionValue("mip_allow_restart", False)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(time_limit))
+        h.passModel(_lp(highspy, a))
+        self.mip_model = bool(a.integer.any())
+        self.cut = cutoff is not None and np.isfinite(cutoff) and self.mip_model
+        if self.cut:
+            h.setOptionValue("objective_bound", float(cutoff))
+        self.used_start = ""
+        if start is not None:
+            sol = highspy.HighsSolution()
+            sol.col_value = np.asarray(start, dtype=np.float64)
+            sol.value_valid = True
+            h.setSolution(sol)
+            self.used_start = "incumbent"
+        self.log: list[str] = []
+        self.root = {"pending": None, "bound": None}  # the last node-0 bound; the root bound once past node 0
+        #: set when the callback stops the search because its global bound reached the cutoff: a proof that
+        #: nothing here is cheaper, which HiGHS's own status ("interrupted", a dual bound of +inf once every
+        #: node is pruned) does not say
+        self.at_cutoff = False
+        #: with a target: the first plan that meets it, ``stop`` (set: stop at the next interrupt point; shared
+        #: by runs side by side), ``wake`` (set when a plan is found or a run ends) and ``ended``
+        self.early = {"x": None, "objective": None, "stop": threading.Event(), "wake": threading.Event(),
+                      "ended": threading.Event()}
+        cb = highspy.cb.HighsCallbackType
+        h.setCallback(self._on_event, None)
+        h.startCallback(cb.kCallbackLogging)
+        if self.mip_model:
+            h.startCallback(cb.kCallbackMipInterrupt)
+            if target is not None:
+                h.startCallback(cb.kCallbackMipImprovingSolution)
+        h.setOptionValue("log_to_console", False)
+        h.setOptionValue("output_flag", True)  # lines reach the logging callback only
+        self.build = time.perf_counter() - t0
+        self.t1 = None
+        #: HiGHS's objective for its solution, and the solution's own cost (they differ when HiGHS hands back
+        #: its start: :func:`solve_highspy`)
+        self.reported = self.returned = None
+
+    def _on_event(self, kind, message, data_out, data_in, user_data):
+        cb = self.hs.cb.HighsCallbackType
+        if kind == cb.kCallbackLogging:
+            self.log.append(message)
+        elif kind == cb.kCallbackMipImprovingSolution:
+            value = float(data_out.objective_function_value)
+            if value <= self.target and self.early["x"] is None and not self.early["stop"].is_set():
+                self.early["x"] = np.array(data_out.mip_solution, dtype=float)
+                self.early["objective"] = value
+                self.early["stop"].set()
+                self.early["wake"].set()
+        elif kind == cb.kCallbackMipInterrupt:
             if data_out.mip_node_count == 0:
                 b = float(data_out.mip_dual_bound)
                 if np.isfinite(b):
-                    root["pending"] = b
-            elif root["bound"] is None:
-                root["bound"] = root["pending"]
+                    self.root["pending"] = b
+            elif self.root["bound"] is None:
+                self.root["bound"] = self.root["pending"]
             primal = float(data_out.mip_primal_bound)  # +inf until the first plan
-            if target is not None and np.isfinite(primal) and primal <= target:
+            if self.target is not None and (self.early["stop"].is_set() or (np.isfinite(primal)
+                                                                             and primal <= self.target)):
                 data_in.user_interrupt = True
-            if cutoff is not None and float(data_out.mip_dual_bound) >= cutoff:
-                at_cutoff["seen"] = True
+            if self.cutoff is not None and float(data_out.mip_dual_bound) >= self.cutoff:
+                self.at_cutoff = True
                 data_in.user_interrupt = True
 
-    h.setCallback(on_event, None)
-    h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
-    if mip_model:
-        h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
-    h.setOptionValue("log_to_console", False)
-    h.setOptionValue("output_flag", True)  # lines reach the logging callback only
-    build = time.perf_counter() - t0
+    def run_to_target(self, group: list["_Run"]) -> bool:
+        """Run every run of ``group`` (this one among them) until each has ended or one has a plan that meets
+        its target; without a target (or on an LP), this run alone, in this thread.
 
-    t1 = time.perf_counter()
-    h.run()
-    elapsed = time.perf_counter() - t1
-    status = h.getModelStatus()
-    info = h.getInfo()
-    S = highspy.HighsModelStatus
-    common = dict(build_seconds=build, solve_seconds=elapsed, log="".join(log), start=used_start,
-                  root_bound=root["bound"])
-    if status == S.kInfeasible:
-        if cut:  # nodes at or above the cutoff were pruned: nothing here costs less than it
-            return cut_off("highs", cutoff, **common)
-        return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
-    if status == S.kModelEmpty:  # no variables (nothing to buy): the plan is empty, its cost the constant
-        return SolveResult(Status.OPTIMAL, "highs", objective=float(a.c0), bound=float(a.c0), gap=0.0,
-                           x=np.zeros(a.n_vars), message="optimal (empty model)", **common)
-    has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    dual = float(info.mip_dual_bound) if mip_model else None
-    bound = dual if dual is not None and np.isfinite(dual) else None
-    if cut and at_cutoff["seen"]:
-        bound = float(cutoff)  # the search was stopped there: its global bound had reached the cutoff
-    elif cut:
-        bound = clip_to_cutoff(bound, cutoff)
-    if common["root_bound"] is None and mip_model and status == S.kOptimal and info.mip_node_count <= 1:
-        common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
-    if not has_plan:
-        msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
-               S.kTimeLimit: "no plan within the time limit"}.get(status, f"HiGHS status {h.modelStatusToString(status)}")
-        st = Status.TIME_LIMIT if status == S.kTimeLimit else Status.ERROR
-        if cutoff is not None and bound is not None and bound >= cutoff:
-            msg, st = cut_off_message(cutoff), Status.CUT_OFF
-        return SolveResult(st, "highs", message=msg, bound=bound, **common)
-    col_value = np.asarray(h.getSolution().col_value, dtype=float)
-    reported = float(info.objective_function_value)
-    if start is not None and mip_model and abs(float(a.c @ col_value + a.c0) - reported) > 1e-6 * max(1.0, abs(reported)):
-        # HiGHS 1.16.0 (highspy) hands back the start it was given, not its own optimum, when MIP presolve
-        # solves the whole model (its reported objective is the optimum's): solve again without the start
-        left = None if time_limit is None else max(1.0, time_limit - elapsed)
-        again = solve_highspy(mip, time_limit=left, gap=gap, threads=threads, start=None, arrays=a, target=target,
-                              cutoff=cutoff, restart=restart)
-        again.solve_seconds += elapsed
-        again.build_seconds += build
-        return again
-    r = assess(a.c, a.c0, a.integer, col_value, bound, gap,
-               completed=status == S.kOptimal, bound_is_objective=not mip_model and status == S.kOptimal)
-    if r.error:
-        return SolveResult(Status.ERROR, "highs", message=r.error, **common)
-    if not mip_model and status == S.kOptimal:  # an LP: its row duals price the rows (optimizer.solve.decompose)
-        common["duals"] = np.asarray(h.getSolution().row_dual, dtype=float)
-    x, objective, bound, g, proven = r.x, r.objective, r.bound, r.gap, r.proven
-    st = Status.OPTIMAL if proven else Status.FEASIBLE
-    msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
-                                    else "stopped at the target" if target is not None and objective <= target
-                                    else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
-                                    else f"HiGHS status {h.modelStatusToString(status)}")
-    return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
+        True when every run ended (each is read with :meth:`result`); False
+        when a plan came first (:meth:`early_result`): the runs still going
+        are told to stop at their next interrupt point and end in the
+        background (:func:`settle_background` waits for them).
+        """
+        self.t1 = time.perf_counter()
+        if self.target is None or not self.mip_model:
+            self.h.run()
+            return True
+        failure: list[BaseException] = []
+        ended = threading.Event()
+
+        def work(run: "_Run") -> None:
+            try:
+                run.h.run()
+            except BaseException as e:  # re-raised in the caller's thread: a failure is never lost in a thread
+                failure.append(e)
+            finally:
+                run.early["ended"].set()
+                if all(r.early["ended"].is_set() for r in group):
+                    ended.set()
+                    run.early["wake"].set()
+
+        for r in group:
+            r.t1 = self.t1
+        threads = [threading.Thread(target=work, args=(r,), name="highs-to-target", daemon=True) for r in group]
+        for t in threads:
+            t.start()
+        self.early["wake"].wait()  # shared by the group
+        if ended.is_set():
+            for t in threads:
+                t.join()
+            if failure:
+                raise failure[0]
+            return True
+        for t in threads:
+            _yield_cpu(t)
+        _background.extend(threads)
+        return False
+
+    def early_result(self) -> SolveResult:
+        """The plan read from the improving-solution callback, as a result (``feasible``; no bound)."""
+        seconds = time.perf_counter() - self.t1
+        r = assess(self.a.c, self.a.c0, self.a.integer, self.early["x"], None, self.gap, completed=False)
+        if r.error:
+            return SolveResult(Status.ERROR, "highs", message=r.error, build_seconds=self.build,
+                               solve_seconds=seconds, start=self.used_start)
+        return SolveResult(Status.FEASIBLE, "highs", objective=r.objective, x=r.x, message="stopped at the target",
+                           build_seconds=self.build, solve_seconds=seconds, start=self.used_start)
+
+    def result(self) -> SolveResult:
+        """What HiGHS reports once the run has ended: status, plan, bounds, log."""
+        h, hs, a, cutoff = self.h, self.hs, self.a, self.cutoff
+        elapsed = time.perf_counter() - self.t1
+        status = h.getModelStatus()
+        info = h.getInfo()
+        S = hs.HighsModelStatus
+        common = dict(build_seconds=self.build, solve_seconds=elapsed, log="".join(self.log), start=self.used_start,
+                      root_bound=self.root["bound"])
+        if status == S.kInfeasible:
+            if self.cut:  # nodes at or above the cutoff were pruned: nothing here costs less than it
+                return cut_off("highs", cutoff, **common)
+            return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", **common)
+        if status == S.kModelEmpty:  # no variables (nothing to buy): the plan is empty, its cost the constant
+            return SolveResult(Status.OPTIMAL, "highs", objective=float(a.c0), bound=float(a.c0), gap=0.0,
+                               x=np.zeros(a.n_vars), message="optimal (empty model)", **common)
+        has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        dual = float(info.mip_dual_bound) if self.mip_model else None
+        bound = dual if dual is not None and np.isfinite(dual) else None
+        if self.cut and self.at_cutoff:
+            bound = float(cutoff)  # the search was stopped there: its global bound had reached the cutoff
+        elif self.cut:
+            bound = clip_to_cutoff(bound, cutoff)
+        if common["root_bound"] is None and self.mip_model and status == S.kOptimal and info.mip_node_count <= 1:
+            common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
+        if not has_plan:
+            msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
+                   S.kTimeLimit: "no plan within the time limit"}.get(
+                status, f"HiGHS status {h.modelStatusToString(status)}")
+            st = Status.TIME_LIMIT if status == S.kTimeLimit else Status.ERROR
+            if cutoff is not None and bound is not None and bound >= cutoff:
+                msg, st = cut_off_message(cutoff), Status.CUT_OFF
+            return SolveResult(st, "highs", message=msg, bound=bound, **common)
+        col_value = np.asarray(h.getSolution().col_value, dtype=float)
+        self.reported = float(info.objective_function_value)
+        self.returned = float(a.c @ col_value + a.c0)
+        r = assess(a.c, a.c0, a.integer, col_value, bound, self.gap,
+                   completed=status == S.kOptimal, bound_is_objective=not self.mip_model and status == S.kOptimal)
+        if r.error:
+            return SolveResult(Status.ERROR, "highs", message=r.error, **common)
+        if not self.mip_model and status == S.kOptimal:  # an LP: its row duals price the rows (decompose)
+            common["duals"] = np.asarray(h.getSolution().row_dual, dtype=float)
+        x, objective, bound, g, proven = r.x, r.objective, r.bound, r.gap, r.proven
+        st = Status.OPTIMAL if proven else Status.FEASIBLE
+        target = self.target
+        msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
+                                        else "stopped at the target" if target is not None and objective <= target
+                                        else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
+                                        else f"HiGHS status {h.modelStatusToString(status)}")
+        return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
+
+
+#: HiGHS runs still going in a thread of their own after their caller has its plan (:meth:`_Run.run_to_target`)
+_background: list[threading.Thread] = []
+#: per calling thread, the thread count HiGHS's scheduler was last reset to here
+_scheduler = threading.local()
+
+
+def _scheduler_for(h, threads: int) -> None:
+    """Reset this thread's HiGHS scheduler to ``threads`` when it was last set to another count.
+
+    HiGHS documents the reset as unsafe while another thread is inside HiGHS
+    (its pull request #3141), so runs still going in the background are
+    waited for first; a count already in place needs no reset.
+    """
+    if getattr(_scheduler, "threads", None) == threads:
+        return
+    settle_background()
+    h.resetGlobalScheduler(True)
+    _scheduler.threads = threads
+
+
+def _yield_cpu(thread: threading.Thread) -> None:
+    """Give a run that was told to stop the lowest CPU priority (Linux ``nice`` 19 for its thread).
+
+    Its answer no longer matters, but HiGHS may be inside an LP it does not
+    interrupt (bench ×1 training-heavy: a root LP of 15 s): at normal priority
+    it would take a core from the work that follows. Where a thread's
+    priority cannot be set (not Linux), it keeps its own.
+    """
+    tid = thread.native_id
+    if tid is None or not thread.is_alive() or not hasattr(os, "setpriority"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, 19)
+    except (ProcessLookupError, PermissionError):  # the thread ended meanwhile; or a sandbox forbids it
+        pass
+
+
+def settle_background() -> None:
+    """Wait for the HiGHS runs left going in the background (each ends at its next interrupt point or its
+    time limit)."""
+    while _background:
+        _background.pop().join()
+
+
+# a process that ends (an exception, a caller that never settles) first lets its background runs end: HiGHS's
+# threads torn down mid-run abort the process ("terminate called without an active exception")
+atexit.register(settle_background)
 
 
 class WarmRelaxation:
