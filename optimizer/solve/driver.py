@@ -463,9 +463,12 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
        configurations ``x`` uses most (a restriction), solved until the back
        end's first plan (HiGHS; the other back ends solve it on). Without
        ``x`` (the LP stopped on the limit) the configurations stay free.
-       Training is first restricted to where ``x`` and then the LP place
-       it; each of these guesses gets an equal share of the time left, the
-       configurations alone what remains.
+       The guesses: training restricted to where ``x`` places it, to
+       where the LP places it, and the configurations alone. HiGHS
+       searches them side by side, each with the whole time, and the first
+       plan found is taken (:func:`~optimizer.solve.backends.first_plan`);
+       another back end tries them in that order, each with an equal share
+       of the time left, the last what remains.
     2. That plan improved. With ``search`` (the caller's LP took at most
        :data:`STAGES_MAX_LP_SHARE` of the limit, so the back end can get
        past its root in the time), by the back end's own search of the

@@ -17,11 +17,16 @@ not from its log:
   the root (a time limit, a target) has none: its last value there could be
   any early bound, below the LP's;
 - a start goes in with ``setSolution`` (HiGHS checks it and uses it as its
-  first incumbent).
+  first incumbent);
+- with a ``target``, each improving plan is read from HiGHS's
+  improving-solution callback, and the first that meets it is returned at
+  once, the run ending in the background (:class:`_Run`); several such
+  runs can go side by side (:func:`first_plan`).
 
 HiGHS prints nothing (``output_flag`` off); its log lines arrive through
 the logging callback and are kept in the result. ``threads`` sets HiGHS's
-thread count (its scheduler is reset for it).
+thread count (its scheduler is reset when the calling thread asks for another
+count than last time, never while a run is still going in the background).
 
 highspy and OR-Tools each carry a HiGHS library; loaded into one process
 they clash, so the OR-Tools back ends (SCIP, CP-SAT) run in a child process
