@@ -291,3 +291,12 @@ def test_a_target_of_infinity_returns_a_plan_of_the_model():
     settle_background()
     assert r.status.has_plan and not violations(a, r.x)
     assert r.objective == pytest.approx(float(a.c @ r.x + a.c0)) and r.objective >= 5.0 - 1e-9
+
+
+def test_without_heuristics_the_search_still_finds_and_proves_the_optimum():
+    # min x + y, 2x + 3y >= 13 (optimum 5, worked by hand above): the tree alone reaches and proves it
+    from optimizer.solve.backends import Status
+
+    m, _ = covering_mip()
+    r = solve(m, solver="highs", heuristics=False)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(5.0) and r.bound == pytest.approx(5.0)

@@ -181,3 +181,37 @@ def test_a_leaf_the_back_end_fails_on_is_counted_at_its_lp_bound_and_named(solve
     assert r.bound is not None and r.relaxation_bound - 1e-6 <= r.bound <= 1_000 + 1e-6
     assert r.message.startswith("not proven: one stable solve per configuration of chat")
     assert "the back end failed on 1 leaf (first: HiGHS status Solve error), counted at their LP bounds" in r.message
+
+
+def test_a_leaf_searched_again_from_its_own_plan_is_a_proof_without_heuristics(solve, monkeypatch):
+    # reserved_flip's leaves (one per configuration of chat and count of reserved units; optimum 1,000: B on
+    # one reserved unit) each come back from their first pass, to the guide's gap, as if stopped at that gap
+    # with a weaker bound (95 % of the plan: a valid bound, only less sharp), and one leaf as if stopped
+    # before its first plan. The leaves that had a plan are searched again from it without the back end's
+    # heuristics (a proof); the one without a plan keeps them. The optimum and its proof are unchanged.
+    from optimizer.solve.result import SolveResult
+
+    tasks = []
+    real = split.solve_leaf
+    first_pass = {"n": 0}
+
+    def stand_in(task):
+        tasks.append(task)
+        r = real(task)
+        if task.gap < 0.1 - 1e-12:  # the second pass: as the back end gives it
+            return r
+        first_pass["n"] += 1
+        if first_pass["n"] == 1:  # the first leaf: stopped before its first plan
+            return SolveResult(Status.TIME_LIMIT, "highs", message="no plan within the time limit")
+        if r.status.has_plan:
+            r.status, r.bound = Status.FEASIBLE, 0.95 * r.objective
+        return r
+
+    monkeypatch.setattr(split, "solve_leaf", stand_in)
+    plan = solve(reserved_flip(), solver="highs", gap=1e-6)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    again = [t for t in tasks if t.gap < 0.1 - 1e-12]
+    assert again, "no leaf was searched a second time"
+    assert all(t.heuristics is (t.start is None) for t in again)
+    assert any(t.start is None for t in again) and any(t.start is not None for t in again)
+    assert all(t.heuristics for t in tasks if t.gap >= 0.1 - 1e-12)

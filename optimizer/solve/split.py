@@ -48,6 +48,11 @@ POLL_SECONDS = 0.02
 #: cost, and each restart presolves again and repeats the root's cuts, which cost more than the smaller model
 #: saves (measured in docs/performance.md, "Leaves without restarts")
 LEAF_RESTARTS = False
+#: whether a leaf searched again (the second pass, from its own plan, under the best plan's cutoff) runs the back
+#: end's primal heuristics. Its heuristics already ran in the first pass and found its plan; what is left is to
+#: prove that nothing below the cutoff is there, and on q3 HiGHS's root heuristics (RENS, RINS, feasibility
+#: jump) took more than half of such a proof (docs/performance.md, "Proofs without heuristics")
+PROOF_HEURISTICS = False
 
 
 def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
@@ -308,7 +313,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             collect(wait=True)
 
     def leaf(b, key: tuple, share: float | None, start: np.ndarray | None = None, known: float = -np.inf,
-             leaf_gap: float = loose) -> None:
+             leaf_gap: float = loose, heuristics: bool = True) -> None:
         if side_by_side:
             # a free worker; and a leaf with nothing to cut off at goes out alone: searched whole beside
             # another, it can take many times what the other's plan would let it take (q3-profiled: 9 s
@@ -316,7 +321,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             while len(running) >= executor.workers or (running and state["best"] is None):
                 collect(wait=True)
         best = state["best"]
-        task = LeafTask(b, solver, share, leaf_gap, threads, start, None if best is None else best.objective)
+        task = LeafTask(b, solver, share, leaf_gap, threads, start, None if best is None else best.objective,
+                        heuristics)
         if side_by_side:
             running.append((executor.submit(solve_leaf, task), b, known, key, leaf_gap <= gap))
             collect(wait=False)
@@ -371,7 +377,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             bounds.append(bound)
             continue
         share = None if left() is None else max(1.0, left() / (len(open_) + len(running) + 1))
-        leaf(b, key, share, r.x if r.status.has_plan else None, bound, leaf_gap=gap)
+        own = r.x if r.status.has_plan else None
+        # a leaf with a plan of its own searched again is a proof; one stopped before its first plan still searches
+        leaf(b, key, share, own, bound, leaf_gap=gap, heuristics=PROOF_HEURISTICS or own is None)
     drain()
     bounds += [o[0] for o in open_]
     # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
@@ -460,12 +468,16 @@ class LeafTask:
     start: np.ndarray | None
     #: the best plan's cost when the leaf was handed out: only cheaper plans are searched for
     cutoff: float | None
+    #: whether the back end runs its primal heuristics (off for a leaf searched again from its own plan: that
+    #: search is a proof, :data:`PROOF_HEURISTICS`)
+    heuristics: bool = True
 
 
 def solve_leaf(task: LeafTask) -> SolveResult:
     """Search one leaf with the back end (in this process or on a worker); its result as the back end gives it."""
     return backend_solve(None, solver=task.solver, time_limit=task.time_limit, gap=task.gap, threads=task.threads,
-                         arrays=task.arrays, start=task.start, cutoff=task.cutoff, restart=LEAF_RESTARTS)
+                         arrays=task.arrays, start=task.start, cutoff=task.cutoff, restart=LEAF_RESTARTS,
+                         heuristics=task.heuristics)
 
 
 def warm(_=None) -> bool:

@@ -78,6 +78,7 @@ def solve(
     target: float | None = None,
     cutoff: float | None = None,
     restart: bool = True,
+    heuristics: bool = True,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -108,6 +109,10 @@ def solve(
         root has fixed many integer columns (HiGHS's ``mip_allow_restart``;
         the others ignore it). The exact split's leaves search without
         (:data:`optimizer.solve.split.LEAF_RESTARTS`).
+    heuristics
+        False: the back end runs none of its primal heuristics (HiGHS; the
+        others ignore it), for a search whose job is to prove a bound; it
+        still finds the plans its tree reaches.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -131,6 +136,8 @@ def solve(
         extra = {k: v for k, v in (("target", target), ("cutoff", cutoff)) if v is not None}
         if not restart:
             extra["restart"] = False
+        if not heuristics:
+            extra["heuristics"] = False
     elif key == "cbc" and cutoff is not None:
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)

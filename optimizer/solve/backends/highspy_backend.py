@@ -51,6 +51,11 @@ from ..result import SolveResult, Status, assess, clip_to_cutoff, cut_off, cut_o
 
 _quiet_lock = threading.Lock()
 
+#: HiGHS's primal heuristics that run by default (1.16): switched off, with its in-tree heuristic effort, for a
+#: search that only proves a bound (``heuristics=False``; the exact split's second pass, docs/performance.md)
+HEURISTICS = ("mip_heuristic_run_feasibility_jump", "mip_heuristic_run_rins", "mip_heuristic_run_rens",
+              "mip_heuristic_run_root_reduced_cost")
+
 
 @contextlib.contextmanager
 def _quiet_stdout():
@@ -94,7 +99,8 @@ def _lp(highspy, a: Arrays):
 
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
-                  target: float | None = None, cutoff: float | None = None, restart: bool = True) -> SolveResult:
+                  target: float | None = None, cutoff: float | None = None, restart: bool = True,
+                  heuristics: bool = True) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -110,10 +116,12 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     A search that proves nothing is below the cutoff ends "cut off", with
     the cutoff as its bound. ``restart``: HiGHS's ``mip_allow_restart`` (a
     restart presolves again and repeats the root's cuts once the root has
-    fixed a fifth of the integers).
+    fixed a fifth of the integers). ``heuristics`` False: none of HiGHS's
+    primal heuristics (:data:`HEURISTICS`, and no effort in the tree), for
+    a search that is there to prove a bound.
     """
     a = arrays if arrays is not None else mip.arrays()
-    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart)
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics)
     result = run.result() if run.run_to_target([run]) else run.early_result()
     if start is not None and run.mip_model and run.reported is not None \
             and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
@@ -121,7 +129,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
         # solves the whole model (its reported objective is the optimum's): solve again without the start
         left = None if time_limit is None else max(1.0, time_limit - result.solve_seconds)
         again = solve_highspy(mip, time_limit=left, gap=gap, threads=threads, start=None, arrays=a, target=target,
-                              cutoff=cutoff, restart=restart)
+                              cutoff=cutoff, restart=restart, heuristics=heuristics)
         again.solve_seconds += result.solve_seconds
         again.build_seconds += result.build_seconds
         return again
@@ -168,7 +176,8 @@ class _Run:
     """
 
     def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
-                 start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool):
+                 start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool,
+                 heuristics: bool = True):
         import highspy
 
         t0 = time.perf_counter()
@@ -183,6 +192,10 @@ class _Run:
         h.setOptionValue("mip_rel_gap", float(gap))
         if not restart:
             h.setOptionValue("mip_allow_restart", False)
+        if not heuristics:
+            for option in HEURISTICS:
+                h.setOptionValue(option, False)
+            h.setOptionValue("mip_heuristic_effort", 0.0)
         if time_limit is not None:
             h.setOptionValue("time_limit", float(time_limit))
         h.passModel(_lp(highspy, a))
