@@ -619,12 +619,13 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100, rel=1e-6)
 
 
-@pytest.mark.parametrize("solver", ["highs", "cbc"])
-def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch, solver):
+@pytest.mark.parametrize("solver, threads", [("highs", None), ("highs", 1), ("cbc", None)])
+def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch, solver, threads):
     # Two guesses on FLIP under 30 s: training as the plan without limits places it, then the
     # configurations alone. HiGHS searches them side by side, each with the whole 30 s (driver.first_plan).
-    # A back end that cannot gives each an equal share of what is left, the last all of it: the first about
-    # 15 s (not 30), and when it comes back without a plan (stood in for here) the second gets the rest.
+    # A back end that cannot, or HiGHS asked for one thread, gives each an equal share of what is left, the
+    # last all of it: the first about 15 s (not 30), and when it comes back without a plan (stood in for
+    # here) the second gets the rest.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
     from optimizer.solve import driver
@@ -648,10 +649,10 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     monkeypatch.setattr(driver, "first_plan",
                         lambda arrays, time_limit, *rest: side_by_side.append((len(arrays), time_limit))
                         or stand_in(arrays, time_limit, *rest))
-    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, None, 700.0, 0.0)
+    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, threads, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert r.status.has_plan
-    if solver == "highs":
+    if solver == "highs" and threads is None:
         assert side_by_side == [(2, 30.0)]
         assert limits[:2] == [30.0, 30.0]
     else:

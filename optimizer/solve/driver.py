@@ -467,8 +467,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
        where the LP places it, and the configurations alone. HiGHS
        searches them side by side, each with the whole time, and the first
        plan found is taken (:func:`~optimizer.solve.backends.first_plan`);
-       another back end tries them in that order, each with an equal share
-       of the time left, the last what remains.
+       with ``threads`` 1, or another back end, they are tried in that
+       order, each with an equal share of the time left, the last what
+       remains.
     2. That plan improved. With ``search`` (the caller's LP took at most
        :data:`STAGES_MAX_LP_SHARE` of the limit, so the back end can get
        past its root in the time), by the back end's own search of the
@@ -521,11 +522,12 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         tries.append(("training placed where the LP relaxation places it", near))
     tries.append(("", fixed))
     first, how = None, ""
-    if solver == "highs" and len(tries) > 1:
+    if solver == "highs" and len(tries) > 1 and threads != 1:
         # the guesses side by side, each with all the time, the first plan found taken: a restriction that
         # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:
         # training where the LP runs hours found nothing in 16.5 s, the configurations alone a plan in 3.5 s;
-        # standard: the other way round)
+        # standard: the other way round). Not when the caller asked for one thread: that is one core
+        # (docs/performance.md, "First plans as soon as they are found")
         i, first = first_plan([arrays for _, arrays in tries], time_limit, gap, threads)
         how = tries[i][0] if i is not None else ""
         seconds += first.solve_seconds
