@@ -142,16 +142,7 @@ def solve(
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)
     result.start_objective = start_obj
-    if result.status.has_plan:
-        # every plan a back end returns is checked against every row, bound and integrality first
-        from ..feasibility import violations
-
-        bad = violations(a, result.x)
-        if bad:
-            result.status = Status.ERROR
-            result.message = f"{key}'s solution breaks the model ({bad[0]}): a numerical failure of the solver"
-            result.x = None
-            result.objective = None
+    _check_plan(result, a, key)
     if start is not None and result.solve_seconds > 0:  # not when the back end refused the model
         _keep_better(result, start, start_obj, gap)
     return result
@@ -173,16 +164,24 @@ def first_plan(arrays: list[Arrays], time_limit: float | None, gap: float,
     if time_limit is not None and time_limit <= 0:
         raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
     i, result = highs_first_plan(arrays, time_limit, gap, threads)
-    if result.status.has_plan:
-        from ..feasibility import violations
-
-        bad = violations(arrays[i], result.x)
-        if bad:
-            result.status = Status.ERROR
-            result.message = f"highs's solution breaks the model ({bad[0]}): a numerical failure of the solver"
-            result.x = None
-            result.objective = None
+    if i is not None:
+        _check_plan(result, arrays[i], "highs")
     return i, result
+
+
+def _check_plan(result: SolveResult, a: Arrays, key: str) -> None:
+    """Every plan a back end returns is checked against every row, bound and integrality of ``a`` first; one
+    that breaks any is the back end's numerical failure (status ``error``, no plan)."""
+    if not result.status.has_plan:
+        return
+    from ..feasibility import violations
+
+    bad = violations(a, result.x)
+    if bad:
+        result.status = Status.ERROR
+        result.message = f"{key}'s solution breaks the model ({bad[0]}): a numerical failure of the solver"
+        result.x = None
+        result.objective = None
 
 
 def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: float) -> None:
