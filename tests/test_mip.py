@@ -300,3 +300,32 @@ def test_without_heuristics_the_search_still_finds_and_proves_the_optimum():
     m, _ = covering_mip()
     r = solve(m, solver="highs", heuristics=False)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(5.0) and r.bound == pytest.approx(5.0)
+
+
+def test_an_lp_on_two_threads_gives_the_same_optimum_and_leaves_the_callers_scheduler_alone():
+    # A dense LP HiGHS's presolve does not solve (min c.x, A x >= b, 0 <= x <= 10, fixed seed), solved with the
+    # parallel dual simplex on two threads in a thread of its own: its optimum is scipy's (an independent
+    # solve), HiGHS's log names the parallel solver, and a MIP solved afterwards in this thread on one thread
+    # (its scheduler set here) still solves: the covering MIP's optimum 5, worked by hand above.
+    from scipy.optimize import linprog
+
+    from optimizer.model.mip import Arrays
+    from optimizer.solve.backends import Status, solve_relaxation
+
+    rng = np.random.default_rng(7)
+    n, k = 12, 8
+    dense = rng.uniform(0.5, 3.0, (k, n))
+    c, b = rng.uniform(1.0, 5.0, n), rng.uniform(10.0, 20.0, k)
+    rows, cols = np.nonzero(dense)
+    a = Arrays(n_vars=n, n_rows=k, rows=rows, cols=cols, vals=dense[rows, cols], row_lo=b, row_hi=np.full(k, np.inf),
+               col_lo=np.zeros(n), col_hi=np.full(n, 10.0), integer=np.zeros(n, bool), c=c, c0=0.0,
+               var_names=[f"x{i}" for i in range(n)], row_names=[f"r{i}" for i in range(k)])
+    expected = linprog(c, A_ub=-dense, b_ub=-b, bounds=[(0, 10)] * n, method="highs").fun
+    m, _ = covering_mip()
+    one = solve(m, solver="highs", threads=1)
+    lp = solve_relaxation(None, a, "highs", threads=2)
+    assert lp.status == Status.OPTIMAL and lp.objective == pytest.approx(expected, rel=1e-9)
+    assert "parallel dual simplex" in lp.log
+    assert solve_relaxation(None, a, "highs").objective == pytest.approx(expected, rel=1e-9)
+    again = solve(m, solver="highs", threads=1)
+    assert one.objective == again.objective == pytest.approx(5.0) and again.status == Status.OPTIMAL

@@ -41,6 +41,7 @@ solve (plan tables and audit).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -105,17 +106,22 @@ def solve_budget(time_limit: float | None, spent: float) -> float | None:
 LP_LEAVES_OUT = ("training-lanes-hours", "training-lanes-fit", "training-lanes-quota")
 
 
-def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None) -> SolveResult:
+def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
+               threads: int | None = None) -> SolveResult:
     """The LP relaxation of ``model``, solved by the back end ``solver``: its bound, guide and duals.
 
     Every integrality is dropped and the rows of :data:`LP_LEAVES_OUT` are
     lifted (their bounds made infinite). Fewer rows give a relaxation of the
     LP relaxation: its optimum is still a lower bound on every plan, and
     its point and duals guide the search as before (a lifted row's dual is
-    0). CP-SAT solves no LP; HiGHS does it for that back end.
+    0). CP-SAT solves no LP; HiGHS does it for that back end, with its
+    parallel dual simplex on ``threads`` threads (default: every CPU this
+    process may use), since nothing else runs while it does.
     """
     mip = model.mip
-    return solve_relaxation(mip, lift(mip, mip.arrays()), solver, time_limit)
+    if threads is None:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return solve_relaxation(mip, lift(mip, mip.arrays()), solver, time_limit, threads)
 
 
 def lift(mip, a):
@@ -154,7 +160,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     if executor is not None and executor.workers > 1:
         for _ in range(executor.workers):
             executor.submit(warm, None)
-    lp = relaxation(model, solver, time_limit)
+    lp = relaxation(model, solver, time_limit, threads)
     lp_bound = lp.objective if lp.status == Status.OPTIMAL else None
     if lp.status == Status.INFEASIBLE:
         result = SolveResult(Status.INFEASIBLE, solver, message="no plan meets every constraint (the relaxation "

@@ -209,13 +209,19 @@ def _keep_better(result: SolveResult, start: np.ndarray, start_obj: float, gap: 
 __all__ = ["solve", "SolveResult", "Status", "relative_gap", "BACKENDS", "DEFAULT_SOLVER"]
 
 
-def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float | None = None) -> SolveResult:
+def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float | None = None,
+                     threads: int | None = None) -> SolveResult:
     """The LP relaxation of the arrays ``a`` (integrality dropped) with the back end ``solver``.
 
-    CP-SAT solves no LP; HiGHS does it for that back end.
+    CP-SAT solves no LP; HiGHS does it for that back end. ``threads`` (2 or
+    more): HiGHS solves it with its parallel dual simplex on that many
+    threads (bench ×1: 1.5× faster on two; docs/performance.md); the other
+    back ends solve it as before, with their own thread setting.
     """
     key = "highs" if solver == "cp-sat" else solver
-    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed())
+    extra = {"lp_threads": threads} if key == "highs" and threads is not None and threads >= 2 else {}
+    return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed(),
+                         **extra)
 
 
 def settle_background() -> None:

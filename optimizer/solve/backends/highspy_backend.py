@@ -100,7 +100,7 @@ def _lp(highspy, a: Arrays):
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
                   target: float | None = None, cutoff: float | None = None, restart: bool = True,
-                  heuristics: bool = True) -> SolveResult:
+                  heuristics: bool = True, lp_threads: int | None = None) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -118,10 +118,16 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     restart presolves again and repeats the root's cuts once the root has
     fixed a fifth of the integers). ``heuristics`` False: none of HiGHS's
     primal heuristics (:data:`HEURISTICS`, and no effort in the tree), for
-    a search that is there to prove a bound.
+    a search that is there to prove a bound. ``lp_threads`` (an LP only, at
+    least 2): HiGHS's parallel dual simplex on that many threads
+    (``simplex_strategy`` 2), run in a thread of its own so that its
+    scheduler is not the caller's (HiGHS keeps one per calling thread; the
+    caller's is neither reset nor resized).
     """
     a = arrays if arrays is not None else mip.arrays()
-    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics)
+    if lp_threads is not None and (lp_threads < 2 or a.integer.any()):
+        lp_threads = None
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads)
     result = run.result() if run.run_to_target([run]) else run.early_result()
     if start is not None and run.mip_model and run.reported is not None \
             and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
@@ -177,7 +183,7 @@ class _Run:
 
     def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
                  start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool,
-                 heuristics: bool = True):
+                 heuristics: bool = True, lp_threads: int | None = None):
         import highspy
 
         t0 = time.perf_counter()
@@ -186,7 +192,11 @@ class _Run:
         with _quiet_stdout():
             h = self.h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        if threads:
+        self.lp_threads = lp_threads
+        if lp_threads:  # run in a new thread, whose scheduler starts at this count: no reset
+            h.setOptionValue("threads", int(lp_threads))
+            h.setOptionValue("simplex_strategy", 2)  # the dual simplex, parallel (HiGHS's SIP)
+        elif threads:
             _scheduler_for(h, int(threads))
             h.setOptionValue("threads", int(threads))
         h.setOptionValue("mip_rel_gap", float(gap))
@@ -271,6 +281,11 @@ class _Run:
         background (:func:`settle_background` waits for them).
         """
         self.t1 = time.perf_counter()
+        if self.lp_threads:
+            worker = threading.Thread(target=self.h.run, name="highs-parallel-lp")
+            worker.start()
+            worker.join()
+            return True
         if self.target is None or not self.mip_model:
             self.h.run()
             return True
