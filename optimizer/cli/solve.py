@@ -26,7 +26,9 @@ def exit_code(status: Status) -> int:
 def solver_options(f):
     """--solver, --time-limit, --gap, --threads (shared by every command that solves)."""
     f = click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="Solver threads (default: the solver's own default).")(f)
+                     help="Solver threads (default: the solver's own default, and every CPU "
+                          "for HiGHS's LP relaxation; 1 also keeps the first-plan guesses of "
+                          "a time-limited large model one after the other).")(f)
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
