@@ -156,7 +156,6 @@ def first_plan(arrays: list[Arrays], time_limit: float | None, gap: float,
     runs = [_Run(a, time_limit, gap, threads, None, np.inf, None, True) for a in arrays]
     for r in runs:  # one signal for the group: the first plan stops every run
         r.early["stop"] = runs[0].early["stop"]
-        r.early["wake"] = runs[0].early["wake"]
     if runs[0].run_to_target(runs):  # every run ended: read as usual
         results = [r.result() for r in runs]
         found = [i for i, r in enumerate(results) if r.status.has_plan]
@@ -226,10 +225,9 @@ class _Run:
         #: nothing here is cheaper, which HiGHS's own status ("interrupted", a dual bound of +inf once every
         #: node is pruned) does not say
         self.at_cutoff = False
-        #: with a target: the first plan that meets it, ``stop`` (set: stop at the next interrupt point; shared
-        #: by runs side by side), ``wake`` (set when a plan is found or a run ends) and ``ended``
-        self.early = {"x": None, "objective": None, "stop": threading.Event(), "wake": threading.Event(),
-                      "ended": threading.Event()}
+        #: with a target: the first plan that meets it; ``stop`` (set when a plan is found, or when every run
+        #: of the group has ended: stop at the next interrupt point; shared by runs side by side) and ``ended``
+        self.early = {"x": None, "objective": None, "stop": threading.Event(), "ended": threading.Event()}
         cb = highspy.cb.HighsCallbackType
         h.setCallback(self._on_event, None)
         h.startCallback(cb.kCallbackLogging)
@@ -255,7 +253,6 @@ class _Run:
                 self.early["x"] = np.array(data_out.mip_solution, dtype=float)
                 self.early["objective"] = value
                 self.early["stop"].set()
-                self.early["wake"].set()
         elif kind == cb.kCallbackMipInterrupt:
             if data_out.mip_node_count == 0:
                 b = float(data_out.mip_dual_bound)
@@ -273,7 +270,8 @@ class _Run:
 
     def run_to_target(self, group: list["_Run"]) -> bool:
         """Run every run of ``group`` (this one among them) until each has ended or one has a plan that meets
-        its target; without a target (or on an LP), this run alone, in this thread.
+        its target; without a target (or on an LP), this run alone, in this thread, or, with ``lp_threads``,
+        in a thread of its own, waited for.
 
         True when every run ended (each is read with :meth:`result`); False
         when a plan came first (:meth:`early_result`): the runs still going
@@ -281,16 +279,10 @@ class _Run:
         background (:func:`settle_background` waits for them).
         """
         self.t1 = time.perf_counter()
-        if self.lp_threads:
-            worker = threading.Thread(target=self.h.run, name="highs-parallel-lp")
-            worker.start()
-            worker.join()
-            return True
-        if self.target is None or not self.mip_model:
+        if not self.lp_threads and (self.target is None or not self.mip_model):
             self.h.run()
             return True
         failure: list[BaseException] = []
-        ended = threading.Event()
 
         def work(run: "_Run") -> None:
             try:
@@ -300,16 +292,15 @@ class _Run:
             finally:
                 run.early["ended"].set()
                 if all(r.early["ended"].is_set() for r in group):
-                    ended.set()
-                    run.early["wake"].set()
+                    run.early["stop"].set()  # wakes the caller
 
         for r in group:
             r.t1 = self.t1
         threads = [threading.Thread(target=work, args=(r,), name="highs-to-target", daemon=True) for r in group]
         for t in threads:
             t.start()
-        self.early["wake"].wait()  # shared by the group
-        if ended.is_set():
+        self.early["stop"].wait()  # shared by the group
+        if all(r.early["ended"].is_set() for r in group):
             for t in threads:
                 t.join()
             if failure:
