@@ -5,6 +5,8 @@ hand plain-data tasks to one of these and read the results back; every
 executor gives the same numbers for the same tasks.
 
 - ``inline``: one after the other, in this process (the default; no start-up).
+- threads of this process (:class:`Threads`): for tasks whose work runs
+  outside Python's lock, such as HiGHS's search (the exact split's leaves).
 - ``local`` with ``workers > 1``: a pool of spawned processes.
 - ``dask``: a Dask cluster, the one at ``scheduler`` (``tcp://HOST:8786``) or,
   without one, a local cluster of ``workers`` single-threaded processes.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
+import os
 import uuid
 
 from .errors import InputError
@@ -38,6 +41,39 @@ class Inline:
 
     def close(self) -> None:
         pass
+
+
+class Threads:
+    """A pool of ``workers`` threads in this process; each new thread first runs ``initializer``.
+
+    For tasks whose work runs outside Python's interpreter lock (a HiGHS
+    search): no process start-up and nothing pickled, and the tasks share
+    this process's memory. ``close`` waits for the tasks still running.
+    """
+
+    def __init__(self, workers: int, initializer=None):
+        self.workers = workers
+        self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpuopt", initializer=initializer)
+
+    def submit(self, fn, arg) -> cf.Future:
+        return self._pool.submit(fn, arg)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one, else every CPU)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def threads_per_worker(threads: int | None, workers: int, executor: str = "local") -> int | None:
+    """Solver threads for each of ``workers`` solves at once on this machine: ``threads`` when given, else
+    its CPUs divided among the workers (at least one); None (each solve's default) for one worker or Dask,
+    whose workers are other machines' or single-threaded processes."""
+    if threads is not None or workers <= 1 or executor == "dask":
+        return threads
+    return max(1, cpus() // workers)
 
 
 class Processes:

@@ -215,3 +215,39 @@ def test_a_leaf_searched_again_from_its_own_plan_is_a_proof_without_heuristics(s
     assert all(t.heuristics is (t.start is None) for t in again)
     assert any(t.start is None for t in again) and any(t.start is not None for t in again)
     assert all(t.heuristics for t in tasks if t.gap >= 0.1 - 1e-12)
+
+
+@pytest.mark.parametrize("threads", [2, 1])
+def test_without_an_executor_the_leaves_run_on_threads_of_this_process(solve, monkeypatch, threads):
+    # No executor given: on two threads (--threads 2, or a machine of two CPUs) the leaves are searched in
+    # threads of this process, one HiGHS thread each; on one they are searched in the caller's thread. The
+    # optimum and its proof are those of test_leaves_on_two_local_processes (worked by hand in reserved_flip).
+    import threading
+
+    seen = []
+    real = split.solve_leaf
+    monkeypatch.setattr(split, "solve_leaf",
+                        lambda task: seen.append((threading.current_thread().name, task.threads)) or real(task))
+    plan = solve(reserved_flip(), solver="highs", threads=threads)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    assert len(seen) >= 2
+    if threads == 2:
+        assert all(name.startswith("gpuopt") and n == 1 for name, n in seen), seen
+    else:
+        assert all(name == threading.main_thread().name and n == 1 for name, n in seen), seen
+
+
+def test_workers_on_this_machine_divide_its_cpus(monkeypatch):
+    # sweeps and what-ifs with --workers N: each solve gets the CPUs divided by N (at least one), so the
+    # leaves of N solves at once do not ask for N times the machine; a given --threads, one worker or Dask
+    # (other machines' CPUs) leave the solver's own default
+    from optimizer import executors
+
+    monkeypatch.setattr(executors, "cpus", lambda: 8)
+    assert executors.threads_per_worker(None, 2) == 4
+    assert executors.threads_per_worker(None, 3) == 2
+    assert executors.threads_per_worker(None, 16) == 1
+    assert executors.threads_per_worker(3, 2) == 3
+    assert executors.threads_per_worker(None, 1) is None
+    assert executors.threads_per_worker(None, 2, "dask") is None

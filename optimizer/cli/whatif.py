@@ -62,7 +62,10 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
     file = str(problem)
     raw = read_raw(problem)
     named = scenarios(raw, file, scenario_file)
-    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+    from ..executors import threads_per_worker
+
+    # parallel workers on this machine share its CPUs instead of each solver taking all of them
+    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads_per_worker(threads, workers, executor))
 
     if scenario_name is not None or sets or scales:
         if scenario_name is not None:

@@ -40,17 +40,19 @@ solve (plan tables and audit).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import os
 import re
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..executors import Threads, cpus
 from ..model.presolve import Model
 from . import decompose
-from .backends import DEFAULT_SOLVER, first_plan, settle_background, solve as backend_solve, solve_relaxation
+from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
+                       solve_relaxation)
 from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import polish_periods, recommit
@@ -74,6 +76,9 @@ EXTRA_CANDIDATES = 1
 #: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
+#: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
+#: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
+LEAF_THREADS = True
 #: under a time limit, the share of the time left that a pass over the periods
 #: (:mod:`optimizer.solve.period_polish`) may use: the re-commit before the fix-and-optimize rounds, and the period
 #: rounds after them, before the whole stable model gets the rest
@@ -120,7 +125,7 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
     """
     mip = model.mip
     if threads is None:
-        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        threads = cpus()
     return solve_relaxation(mip, lift(mip, mip.arrays()), solver, time_limit, threads)
 
 
@@ -331,9 +336,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # between two solved points whose splits chose the same class: split on it again, started from their
         # bounds, without the model without limits (its plan would only choose the class; the LP relaxation's
         # bound stands in for its bound). Keeping the class along the line is what lets the bounds carry.
-        split = exact_split(model, a, SolveResult(Status.FEASIBLE, solver, bound=lp_bound), solver,
-                            None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                            gap, threads, incumbent, executor, carried, classes=sorted(classes))
+        split = _split(model, a, SolveResult(Status.FEASIBLE, solver, bound=lp_bound), solver,
+                       None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                       gap, threads, incumbent, executor, carried, classes=sorted(classes))
         if split is not None:
             return split
     # the model without the limits; without a time limit, without the lanes' rows too: both relax the stable
@@ -364,9 +369,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor, search=True,
                                      root=first.root_bound)
-    split = exact_split(model, a, first, solver,
-                        None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                        gap, threads, incumbent, executor, carried, first_gap=guide_gap)
+    split = _split(model, a, first, solver,
+                   None if time_limit is None else time_limit - (time.perf_counter() - t0),
+                   gap, threads, incumbent, executor, carried, first_gap=guide_gap)
     if split is not None:
         return split
     if guide_gap > gap and first.status.has_plan:
@@ -410,6 +415,37 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         whole.status = Status.OPTIMAL
         whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
+
+
+def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
+           threads: int | None, incumbent: SolveResult | None, executor, carried, **kw) -> SolveResult | None:
+    """:func:`~optimizer.solve.split.exact_split`, its leaves side by side on this process's threads when the
+    caller gave no executor (:func:`_leaf_threads`)."""
+    with _leaf_threads(solver, threads, executor) as (pool, leaf_threads):
+        return exact_split(model, a, first, solver, time_limit, gap, leaf_threads, incumbent, pool, carried, **kw)
+
+
+@contextlib.contextmanager
+def _leaf_threads(solver: str, threads: int | None, executor):
+    """Where the exact split's leaves run, and on how many solver threads each: (executor, threads).
+
+    The caller's ``executor`` when it gave one. Otherwise, for HiGHS, a pool
+    of as many threads of this process as ``threads`` (default: every CPU
+    the process may use), each leaf searched on one HiGHS thread: HiGHS's
+    search of a leaf keeps one core busy, so on two cores two leaves proceed
+    at once (docs/performance.md, "The split's leaves on this machine's
+    cores"). With one CPU (or ``threads`` 1), or another back end, no pool:
+    the leaves run one after the other as before.
+    """
+    n = cpus() if threads is None else threads
+    if executor is not None or solver != "highs" or n < 2 or not LEAF_THREADS:
+        yield executor, threads
+        return
+    pool = Threads(n, initializer=one_thread)
+    try:
+        yield pool, 1
+    finally:
+        pool.close()
 
 
 def _raise_bound(result: SolveResult, bound: float | None) -> bool:

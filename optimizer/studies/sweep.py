@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..executors import make_executor
+from ..executors import make_executor, threads_per_worker
 from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -754,11 +754,8 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     raw = read_raw(problem)
     base_raw = overlay(raw, file, sets, scales)
     combos = grid(dims)
-    if threads is None and workers > 1 and executor != "dask":
-        # parallel workers on this machine share its CPUs instead of each solver taking all of them
-        import os
-
-        threads = max(1, (os.cpu_count() or 1) // workers)
+    # parallel workers on this machine share its CPUs instead of each solver taking all of them
+    threads = threads_per_worker(threads, workers, executor)
     tasks = []
     currency, name, objective_kind = None, None, None
     for i, vals in enumerate(combos):

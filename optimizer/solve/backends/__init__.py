@@ -234,6 +234,14 @@ def settle_background() -> None:
         module.settle_background()
 
 
+def one_thread() -> None:
+    """Initializer of a new worker thread whose HiGHS runs each use one thread
+    (:func:`~optimizer.solve.backends.highspy_backend.fresh_thread`)."""
+    from .highspy_backend import fresh_thread
+
+    fresh_thread(1)
+
+
 def warm_relaxations():
     """A HiGHS LP solver for many relaxations of one program under changing bounds, each started from the last
     one's basis (:class:`~optimizer.solve.backends.highspy_backend.WarmRelaxation`): strong branching."""

@@ -393,6 +393,18 @@ def _scheduler_for(h, threads: int) -> None:
     _scheduler.threads = threads
 
 
+def fresh_thread(threads: int) -> None:
+    """Record that this thread, new and not yet inside HiGHS, runs HiGHS on ``threads`` threads.
+
+    HiGHS keeps one scheduler per calling thread and creates it at the
+    ``threads`` option of the thread's first run, so a new thread whose
+    every run asks for the same count needs no reset (nor makes one while
+    other threads are inside HiGHS). An initializer of worker threads
+    (:class:`optimizer.executors.Threads`).
+    """
+    _scheduler.threads = threads
+
+
 def _yield_cpu(thread: threading.Thread) -> None:
     """Give a run that was told to stop the lowest CPU priority (Linux ``nice`` 19 for its thread).
 
