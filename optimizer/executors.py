@@ -48,7 +48,9 @@ class Threads:
 
     For tasks whose work runs outside Python's interpreter lock (a HiGHS
     search): no process start-up and nothing pickled, and the tasks share
-    this process's memory. ``close`` waits for the tasks still running.
+    this process's memory. ``close`` drops the tasks not started and waits
+    for those running (a HiGHS run torn down mid-search would abort the
+    process).
     """
 
     def __init__(self, workers: int, initializer=None):
@@ -59,7 +61,7 @@ class Threads:
         return self._pool.submit(fn, arg)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def cpus() -> int:

@@ -26,9 +26,10 @@ def exit_code(status: Status) -> int:
 def solver_options(f):
     """--solver, --time-limit, --gap, --threads (shared by every command that solves)."""
     f = click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="Solver threads (default: the solver's own default, and every CPU "
-                          "for HiGHS's LP relaxation; 1 also keeps the first-plan guesses of "
-                          "a time-limited large model one after the other).")(f)
+                     help="Solver threads (default: the solver's own default; with HiGHS every CPU "
+                          "for the LP relaxation and as many of the exact split's leaves side by side; "
+                          "1 keeps the leaves, and the first-plan guesses of a time-limited large "
+                          "model, one after the other).")(f)
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,

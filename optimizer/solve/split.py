@@ -13,8 +13,10 @@ are searched with the ``training-cover`` rows of
 
 The leaves are independent once a best plan exists (each is searched only
 for plans cheaper than it, the back end's ``cutoff``), so with an executor
-(``--workers N``, ``--executor dask``) they run side by side on it
-(:class:`LeafTask`, :func:`solve_leaf`); without one, in this process.
+of more than one worker they run side by side on it (:class:`LeafTask`,
+:func:`solve_leaf`): the solve driver's threads of this process (HiGHS, one
+per CPU), or the processes of ``--workers N`` or ``--executor dask``;
+without one, one after the other in the caller's thread.
 """
 
 from __future__ import annotations
