@@ -69,11 +69,13 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def threads_per_worker(threads: int | None, workers: int, executor: str = "local") -> int | None:
-    """Solver threads for each of ``workers`` solves at once on this machine: ``threads`` when given, else
-    its CPUs divided among the workers (at least one); None (each solve's default) for one worker or Dask,
-    whose workers are other machines' or single-threaded processes."""
-    if threads is not None or workers <= 1 or executor == "dask":
+def threads_per_worker(threads: int | None, workers: int, executor: str = "local",
+                       scheduler: str | None = None) -> int | None:
+    """Solver threads for each of ``workers`` solves at once: ``threads`` when given; else, when the workers
+    are on this machine (local processes, or the local Dask cluster started without a ``scheduler``), its
+    CPUs divided among them (at least one); else None (each solve's default: one worker, or a cluster's
+    workers on machines of their own)."""
+    if threads is not None or workers <= 1 or (executor == "dask" and scheduler):
         return threads
     return max(1, cpus() // workers)
 

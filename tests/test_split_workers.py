@@ -239,9 +239,10 @@ def test_without_an_executor_the_leaves_run_on_threads_of_this_process(solve, mo
 
 
 def test_workers_on_this_machine_divide_its_cpus(monkeypatch):
-    # sweeps and what-ifs with --workers N: each solve gets the CPUs divided by N (at least one), so the
-    # leaves of N solves at once do not ask for N times the machine; a given --threads, one worker or Dask
-    # (other machines' CPUs) leave the solver's own default
+    # sweeps and what-ifs with --workers N on this machine (processes, or a local Dask cluster): each solve
+    # gets the CPUs divided by N (at least one), so the leaves of N solves at once do not ask for N times the
+    # machine; a given --threads is kept; one worker, or a Dask scheduler's workers (other machines' CPUs),
+    # leave the solver's own default
     from optimizer import executors
 
     monkeypatch.setattr(executors, "cpus", lambda: 8)
@@ -250,4 +251,5 @@ def test_workers_on_this_machine_divide_its_cpus(monkeypatch):
     assert executors.threads_per_worker(None, 16) == 1
     assert executors.threads_per_worker(3, 2) == 3
     assert executors.threads_per_worker(None, 1) is None
-    assert executors.threads_per_worker(None, 2, "dask") is None
+    assert executors.threads_per_worker(None, 2, "dask") == 4
+    assert executors.threads_per_worker(None, 2, "dask", "tcp://scheduler:8786") is None

@@ -65,7 +65,8 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
     from ..executors import threads_per_worker
 
     # parallel workers on this machine share its CPUs instead of each solver taking all of them
-    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads_per_worker(threads, workers, executor))
+    threads = threads_per_worker(threads, workers, executor, scheduler)
+    opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads)
 
     if scenario_name is not None or sets or scales:
         if scenario_name is not None:

@@ -740,8 +740,9 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     only the objective (:func:`run_lines`, :mod:`optimizer.studies.parametric`);
     ``every_point`` solves each point instead.
 
-    With ``workers`` > 1 on this machine and no ``threads``, each solve gets
-    the machine's CPUs divided by the workers.
+    With ``workers`` > 1 on this machine (processes, or a local Dask
+    cluster) and no ``threads``, each solve gets the machine's CPUs divided
+    by the workers (:func:`optimizer.executors.threads_per_worker`).
 
     Every point's overlays are applied before any solve, so a bad path or
     selector is an :class:`~optimizer.errors.InputError` at once, naming
@@ -755,7 +756,7 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     base_raw = overlay(raw, file, sets, scales)
     combos = grid(dims)
     # parallel workers on this machine share its CPUs instead of each solver taking all of them
-    threads = threads_per_worker(threads, workers, executor)
+    threads = threads_per_worker(threads, workers, executor, scheduler)
     tasks = []
     currency, name, objective_kind = None, None, None
     for i, vals in enumerate(combos):
