@@ -166,10 +166,11 @@ def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time
     ``to_json()``. With ``workers > 1`` or ``executor="dask"`` the solves
     run side by side (the same tables).
     """
-    from .executors import solve_executor
+    from .executors import solve_executor, threads_per_worker
     from .studies.rentbuy import analyse
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
+    threads = threads_per_worker(threads, workers, executor, scheduler)  # the solves side by side share the CPUs
     with solve_executor(executor, workers, scheduler) as pool:
         return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                        do_break_even=break_even, do_sensitivity=sensitivity, step=step, offerings=list(offerings),
