@@ -11,6 +11,7 @@ slow the parallel run more than the serial one).
     python bench/sweep.py --problem problems/q3-profiled.yaml --set 'training=[]' --solver cbc
                                                # the lighter sweep of session 1: q3's inference, ~1.7 s per point
     python bench/sweep.py --points 20 --workers 1 2 4
+    python bench/sweep.py --threads default    # each solve's default threads instead of one each
 
 docs/performance.md ("Parallel sweeps") reports the numbers.
 """
@@ -36,7 +37,8 @@ def run_sweep(args, workers: int) -> tuple[float, float, dict, str]:
     cmd = ([exe] if exe else [sys.executable, "-m", "optimizer"]) + [
         "sweep", str(args.problem), "--vary", args.vary.replace("POINTS", str(args.points)),
         *[a for s in args.set for a in ("--set", s)],
-        "--solver", args.solver, "--gap", str(args.gap), "--threads", "1",
+        "--solver", args.solver, "--gap", str(args.gap),
+        *(["--threads", args.threads] if args.threads != "default" else []),
         "--workers", str(workers), "--format", "json"] + (["--every-point"] if args.every_point else [])
     t0 = time.perf_counter()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -61,6 +63,10 @@ def main() -> None:
     ap.add_argument("--solver", default="highs")
     ap.add_argument("--gap", type=float, default=1e-6)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--threads", default="1",
+                    help="--threads of every run (default 1: the runs differ only in their workers); 'default' "
+                         "passes none, so each solve takes its default (one worker: the split's leaves on every "
+                         "CPU; N workers: the CPUs divided among them)")
     ap.add_argument("--every-point", action="store_true",
                     help="solve every point (by default points between two solved ones are settled from them "
                          "when the swept value moves only the objective)")
