@@ -119,8 +119,7 @@ def solve(
         from ...errors import unknown_name
 
         raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
-    if time_limit is not None and time_limit <= 0:
-        raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
+    _check_time_limit(time_limit)
     a = arrays if arrays is not None else mip.arrays()
     start_obj = None
     if start is not None:
@@ -161,12 +160,17 @@ def first_plan(arrays: list[Arrays], time_limit: float | None, gap: float,
     """
     from .highspy_backend import first_plan as highs_first_plan
 
-    if time_limit is not None and time_limit <= 0:
-        raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
+    _check_time_limit(time_limit)
     i, result = highs_first_plan(arrays, time_limit, gap, threads)
     if i is not None:
         _check_plan(result, arrays[i], "highs")
     return i, result
+
+
+def _check_time_limit(time_limit: float | None) -> None:
+    """A time limit is positive seconds, or None (no limit); anything else is the caller's input error."""
+    if time_limit is not None and time_limit <= 0:
+        raise InputError("time limit must be positive", field="--time-limit", value=time_limit)
 
 
 def _check_plan(result: SolveResult, a: Arrays, key: str) -> None:

@@ -96,7 +96,6 @@ def _lp(highspy, a: Arrays):
     return lp
 
 
-
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
                   target: float | None = None, cutoff: float | None = None, restart: bool = True,
