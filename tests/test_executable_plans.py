@@ -514,6 +514,90 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
     assert r.bound == pytest.approx(1_100, rel=1e-6)
 
 
+# FLIP with a third configuration, C: one A100 at 2.40 an hour serving 2 rps. Per period (100 h): p1 needs
+# 1 rps: A 100, B 600, C 240; p2 needs 10 rps: A 1,000, B 600, C 5 × 240 = 1,200. Without limits A then B,
+# 700, which uses B most (1,000 rps·h), A next (100), C not at all. On one configuration: A 1,100, B 1,200,
+# C 1,440.
+FLIP3 = copy.deepcopy(FLIP)
+FLIP3["offerings"].append(od(id="a100", gpu="A100-80GB", G=1, price=2.4))
+FLIP3["inference"][0]["profiles"].append({"gpu": "A100-80GB", "gpus": 1, "rps": 2.0})
+
+
+def flip3_unlimited(tmp_path):
+    """FLIP3's model, its arrays, its plan without stability limits (700) and which config-used column is C's."""
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP3)))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    cu = model.mip.variables["config-used"]
+    free = a.copy_bounds()
+    free.col_lo[cu.ids] = free.col_hi[cu.ids] = 1.0
+    free.row_hi[model.mip.constraints["stability-configurations"].ids] = len(cu.ids)
+    unlimited = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
+    assert unlimited.objective == pytest.approx(700)
+    c = cu.ids[cu.coords.reset_index(drop=True)["config"].str.startswith("A100").to_numpy()]
+    assert len(c) == 1 and len(cu.ids) == 3
+    return model, a, unlimited, c[0]
+
+
+def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(tmp_path, monkeypatch):
+    # B is fixed (used most): 1,200, proven for that restriction. Widened to the two most used, B and A, with
+    # the limit of one on (C forbidden), the search from 1,200 finds A in both periods, 1,100, and proves it
+    # for that restriction; widened once more, every configuration is allowed: that is the whole stable
+    # model, searched from 1,100, which proves 1,100 for the stable model itself.
+    from optimizer.solve import driver
+
+    model, a, unlimited, c = flip3_unlimited(tmp_path)
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        arrays = kw.get("arrays")
+        calls.append((kw.get("start") is not None, out.objective, None if arrays is None else arrays.col_hi[c]))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
+                                     search=True)
+    assert_plan_audited(model, r)
+    assert calls[0] == (False, pytest.approx(1_200), 0.0)  # the restriction's first plan: B fixed
+    assert calls[1] == (True, pytest.approx(1_200), 0.0)  # its search, proven
+    assert calls[2] == (True, pytest.approx(1_100), 0.0)  # B or A, C still forbidden
+    assert calls[3] == (True, pytest.approx(1_100), 1.0)  # the whole stable model: C allowed
+    assert len(calls) == 4
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "then searched with 1 more configuration per class to choose from, from 1,200.00" in r.message
+
+
+def test_a_restriction_not_proven_is_not_widened(tmp_path, monkeypatch):
+    # The restriction's search stopped on the limit (stood in for: its result relabelled FEASIBLE): it may
+    # hold cheaper plans still, so nothing is widened and the time left goes to the whole stable model.
+    import dataclasses
+
+    from optimizer.solve import driver
+
+    model, a, unlimited, c = flip3_unlimited(tmp_path)
+    calls = []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        arrays = kw.get("arrays")
+        calls.append(None if arrays is None else arrays.col_hi[c])
+        return dataclasses.replace(out, status=Status.FEASIBLE) if len(calls) == 2 else out
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
+                                     search=True)
+    assert calls == [0.0, 0.0, 1.0]  # first plan, the restriction's search, then the whole model (C allowed)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+
+
 def fake_clock(monkeypatch) -> list[float]:
     """The driver's clock, moved on by ``offset[0]`` seconds whenever a test sets it; returns ``offset``."""
     from optimizer.solve import driver
