@@ -543,11 +543,9 @@ def flip3_unlimited(tmp_path):
     return model, a, unlimited, c[0]
 
 
-def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(tmp_path, monkeypatch):
-    # B is fixed (used most): 1,200, proven for that restriction. Widened to the two most used, B and A, with
-    # the limit of one on (C forbidden), the search from 1,200 finds A in both periods, 1,100, and proves it
-    # for that restriction; widened once more, every configuration is allowed: that is the whole stable
-    # model, searched from 1,100, which proves 1,100 for the stable model itself.
+def widen_flip3(tmp_path, monkeypatch, relabel=None):
+    """FLIP3 on the searched fixed-configuration path; every back-end call as (started from a plan, objective,
+    C's upper bound in its arrays), and the result. ``relabel(i, out)``: the result the driver sees of call i."""
     from optimizer.solve import driver
 
     model, a, unlimited, c = flip3_unlimited(tmp_path)
@@ -556,14 +554,22 @@ def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(t
 
     def spy(*args, **kw):
         out = real(*args, **kw)
-        arrays = kw.get("arrays")
-        calls.append((kw.get("start") is not None, out.objective, None if arrays is None else arrays.col_hi[c]))
-        return out
+        calls.append((kw.get("start") is not None, out.objective, kw["arrays"].col_hi[c]))
+        return out if relabel is None else relabel(len(calls), out)
 
     spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
                                      search=True)
     assert_plan_audited(model, r)
+    return calls, r
+
+
+def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(tmp_path, monkeypatch):
+    # B is fixed (used most): 1,200, proven for that restriction. Widened to the two most used, B and A, with
+    # the limit of one on (C forbidden), the search from 1,200 finds A in both periods, 1,100, and proves it
+    # for that restriction; widened once more, every configuration is allowed: that is the whole stable
+    # model, searched from 1,100, which proves 1,100 for the stable model itself.
+    calls, r = widen_flip3(tmp_path, monkeypatch)
     assert calls[0] == (False, pytest.approx(1_200), 0.0)  # the restriction's first plan: B fixed
     assert calls[1] == (True, pytest.approx(1_200), 0.0)  # its search, proven
     assert calls[2] == (True, pytest.approx(1_100), 0.0)  # B or A, C still forbidden
@@ -579,22 +585,9 @@ def test_a_restriction_not_proven_is_not_widened(tmp_path, monkeypatch):
     # hold cheaper plans still, so nothing is widened and the time left goes to the whole stable model.
     import dataclasses
 
-    from optimizer.solve import driver
-
-    model, a, unlimited, c = flip3_unlimited(tmp_path)
-    calls = []
-    real = driver.backend_solve
-
-    def spy(*args, **kw):
-        out = real(*args, **kw)
-        arrays = kw.get("arrays")
-        calls.append(None if arrays is None else arrays.col_hi[c])
-        return dataclasses.replace(out, status=Status.FEASIBLE) if len(calls) == 2 else out
-
-    spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
-                                     search=True)
-    assert calls == [0.0, 0.0, 1.0]  # first plan, the restriction's search, then the whole model (C allowed)
+    calls, r = widen_flip3(tmp_path, monkeypatch,
+                           lambda i, out: dataclasses.replace(out, status=Status.FEASIBLE) if i == 2 else out)
+    assert [cap for _, _, cap in calls] == [0.0, 0.0, 1.0]  # first plan, the restriction's search, whole model
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
 
 
