@@ -580,6 +580,20 @@ def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(t
     assert "then searched with 1 more configuration per class to choose from, from 1,200.00" in r.message
 
 
+@pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])
+def test_every_back_end_widens_a_proven_restriction(tmp_path, solver):
+    # The same ladder on the other back ends (no spy: they try the first-plan guesses one after the other):
+    # B fixed, 1,200; widened to B or A, 1,100; the whole stable model proves it.
+    from optimizer.solve import driver
+
+    model, a, unlimited, _ = flip3_unlimited(tmp_path)
+    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, None, unlimited.bound, 0.0,
+                                     search=True)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert "then searched with 1 more configuration per class to choose from, from 1,200.00" in r.message
+
+
 def test_a_restriction_not_proven_is_not_widened(tmp_path, monkeypatch):
     # The restriction's search stopped on the limit (stood in for: its result relabelled FEASIBLE): it may
     # hold cheaper plans still, so nothing is widened and the time left goes to the whole stable model.
