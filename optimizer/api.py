@@ -170,8 +170,10 @@ def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time
     from .studies.rentbuy import analyse
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
-    threads = threads_per_worker(threads, workers, executor, scheduler)  # the solves side by side share the CPUs
-    with solve_executor(executor, workers, scheduler) as pool:
+    # the solves side by side share the CPUs; a worker waiting for work lends its CPU, unless the user chose threads
+    lend = threads is None
+    threads = threads_per_worker(threads, workers, executor, scheduler)
+    with solve_executor(executor, workers, scheduler, lend) as pool:
         return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                        do_break_even=break_even, do_sensitivity=sensitivity, step=step, offerings=list(offerings),
                        rentals=list(rentals), executor=pool)

@@ -7,7 +7,10 @@ executor gives the same numbers for the same tasks.
 - ``inline``: one after the other, in this process (the default; no start-up).
 - threads of this process (:class:`Threads`): for tasks whose work runs
   outside Python's lock, such as HiGHS's search (the exact split's leaves).
-- ``local`` with ``workers > 1``: a pool of spawned processes.
+- ``local`` with ``workers > 1``: a pool of spawned processes. With
+  ``lend``, its tasks share the machine's CPUs through a :class:`CpuLoan`:
+  each task holds its share, and a task whose split has a leaf to spare
+  borrows the CPU of a worker that waits for work (:class:`Lending`).
 - ``dask``: a Dask cluster, the one at ``scheduler`` (``tcp://HOST:8786``) or,
   without one, a local cluster of ``workers`` single-threaded processes.
 
@@ -21,6 +24,7 @@ import concurrent.futures as cf
 import contextlib
 import logging
 import os
+import threading
 import uuid
 
 from .errors import InputError
@@ -80,16 +84,145 @@ def threads_per_worker(threads: int | None, workers: int, executor: str = "local
     return max(1, cpus() // workers)
 
 
-class Processes:
-    """A pool of ``workers`` spawned processes on this machine."""
+class CpuLoan:
+    """The CPUs of this machine that no task of one pool is using, counted in memory its processes share.
 
-    def __init__(self, workers: int):
+    In the manner of ``make``'s jobserver. Each task holds ``share`` CPUs
+    while it runs (:meth:`hold`, :meth:`release`); a task may borrow an
+    idle one for a while (:meth:`borrow`, :meth:`give_back`). The count
+    may go below zero for a moment: a task starts on its share at once,
+    even while a CPU lent before is still in use (one leaf's search).
+    """
+
+    def __init__(self, free, share: int):
+        self._free = free  # a multiprocessing Value("i"), with its lock
+        self.share = share
+
+    @property
+    def free(self) -> int:
+        """CPUs idle now (below zero while more run than the machine has)."""
+        return self._free.value
+
+    def _add(self, n: int) -> None:
+        with self._free.get_lock():
+            self._free.value += n
+
+    def hold(self) -> None:
+        self._add(-self.share)
+
+    def release(self) -> None:
+        self._add(self.share)
+
+    def borrow(self) -> bool:
+        """Take one idle CPU, if there is one."""
+        with self._free.get_lock():
+            if self._free.value > 0:
+                self._free.value -= 1
+                return True
+            return False
+
+    def give_back(self) -> None:
+        self._add(1)
+
+
+#: the loan of the pool this process works for (set in each worker of a lending :class:`Processes`), or None
+_loan: CpuLoan | None = None
+
+
+def _install_loan(free, share: int) -> None:
+    global _loan
+    _loan = CpuLoan(free, share)
+
+
+def loan() -> CpuLoan | None:
+    """The CPU loan of the pool this process is a worker of, or None (not a worker of a lending pool)."""
+    return _loan
+
+
+def _on_its_share(fn, arg):
+    """Run one task of a lending pool on its share of the CPUs (a worker process's side of :class:`CpuLoan`)."""
+    _loan.hold()
+    try:
+        return fn(arg)
+    finally:
+        _loan.release()
+
+
+class Lending(Threads):
+    """Threads of this process that run on the share of CPUs a :class:`CpuLoan` gives it, and on CPUs it lends.
+
+    ``workers`` is how many tasks may run now: the share, and one more
+    each time it is asked while that many run and the loan has an idle CPU,
+    up to ``most``. A CPU borrowed is given back as soon as fewer tasks run
+    than the pool then has CPUs. For the exact split's leaves in a worker of
+    a sweep (:func:`optimizer.solve.driver._leaf_threads`): the worker
+    whose solve ended waits for work, and its CPU searches a leaf of the
+    solve still running.
+    """
+
+    def __init__(self, lender: CpuLoan, most: int, initializer=None):
+        super().__init__(most, initializer)
+        self.most = most
+        self._lender = lender
+        self._lock = threading.Lock()
+        self._running = 0
+        self._borrowed = 0
+
+    @property
+    def workers(self) -> int:
+        with self._lock:
+            own = max(1, self._lender.share)
+            if self._running >= own + self._borrowed and own + self._borrowed < self.most and self._lender.borrow():
+                self._borrowed += 1
+            return own + self._borrowed
+
+    @workers.setter
+    def workers(self, _n: int) -> None:
+        """Set by :class:`Threads`' constructor to the pool's size: here that is ``most``."""
+
+    def submit(self, fn, arg) -> cf.Future:
+        with self._lock:
+            self._running += 1
+        fut = super().submit(fn, arg)
+        fut.add_done_callback(self._ended)
+        return fut
+
+    def _ended(self, _fut) -> None:
+        with self._lock:
+            self._running -= 1
+            self._give_back(keep=self._running)
+
+    def _give_back(self, keep: int) -> None:
+        """Give back the borrowed CPUs beyond what ``keep`` tasks need (the lock held)."""
+        own = max(1, self._lender.share)
+        while self._borrowed and keep < own + self._borrowed:
+            self._borrowed -= 1
+            self._lender.give_back()
+
+    def close(self) -> None:
+        super().close()
+        with self._lock:
+            self._give_back(keep=0)
+
+
+class Processes:
+    """A pool of ``workers`` spawned processes on this machine; with ``lend``, sharing its CPUs (:class:`CpuLoan`)."""
+
+    def __init__(self, workers: int, lend: bool = False):
         import multiprocessing as mp
 
         self.workers = workers
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+        self._lend = lend
+        ctx = mp.get_context("spawn")
+        extra = {}
+        if lend:
+            share = max(1, cpus() // workers)
+            extra = {"initializer": _install_loan, "initargs": (ctx.Value("i", cpus()), share)}
+        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **extra)
 
     def submit(self, fn, arg) -> cf.Future:
+        if self._lend:
+            return self._pool.submit(_on_its_share, fn, arg)
         return self._pool.submit(fn, arg)
 
     def close(self) -> None:
@@ -151,8 +284,11 @@ class Dask:
             self._cluster.close()
 
 
-def make_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None):
-    """The executor named on the command line (``--executor``, ``--workers``, ``--scheduler``)."""
+def make_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None, lend: bool = False):
+    """The executor named on the command line (``--executor``, ``--workers``, ``--scheduler``).
+
+    ``lend``: local processes share this machine's CPUs (:class:`CpuLoan`); for solves whose threads the
+    CPUs divided (:func:`threads_per_worker`), not for a ``--threads`` the user chose."""
     if executor == "dask":
         return Dask(scheduler, workers)
     if executor != "local":
@@ -160,13 +296,13 @@ def make_executor(executor: str = "local", workers: int = 1, scheduler: str | No
                          allowed="local, dask")
     if scheduler:
         raise InputError("--scheduler needs --executor dask", field="--scheduler", value=scheduler)
-    return Processes(workers) if workers > 1 else Inline()
+    return Processes(workers, lend=lend) if workers > 1 else Inline()
 
 
 @contextlib.contextmanager
-def solve_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None):
+def solve_executor(executor: str = "local", workers: int = 1, scheduler: str | None = None, lend: bool = False):
     """The executor a solve asks for (``--workers`` > 1 or ``--executor dask``), or None; closed on exit."""
-    pool = make_executor(executor, workers, scheduler) if executor == "dask" or workers > 1 else None
+    pool = make_executor(executor, workers, scheduler, lend) if executor == "dask" or workers > 1 else None
     try:
         yield pool
     finally:

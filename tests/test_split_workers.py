@@ -253,3 +253,28 @@ def test_workers_on_this_machine_divide_its_cpus(monkeypatch):
     assert executors.threads_per_worker(None, 1) is None
     assert executors.threads_per_worker(None, 2, "dask") == 4
     assert executors.threads_per_worker(None, 2, "dask", "tcp://scheduler:8786") is None
+
+
+def test_in_a_worker_of_a_lending_pool_the_leaves_borrow_idle_cpus(solve, monkeypatch):
+    # A solve in a worker of a pool that lends CPUs (a sweep's; stood in for: a loan installed in this process,
+    # one CPU of two idle), given one thread (its share): the leaves run on threads of a Lending pool, one
+    # HiGHS thread each, and every CPU borrowed is given back. The optimum and its proof are those of
+    # test_leaves_on_two_local_processes (worked by hand in reserved_flip).
+    import multiprocessing as mp
+    import threading
+
+    from optimizer import executors
+    from optimizer.solve import driver
+
+    lender = executors.CpuLoan(mp.get_context("spawn").Value("i", 1), share=1)
+    monkeypatch.setattr(executors, "_loan", lender)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    seen = []
+    real = split.solve_leaf
+    monkeypatch.setattr(split, "solve_leaf",
+                        lambda task: seen.append((threading.current_thread().name, task.threads)) or real(task))
+    plan = solve(reserved_flip(), solver="highs", threads=1)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    assert len(seen) >= 2 and all(name.startswith("gpuopt") and n == 1 for name, n in seen), seen
+    assert lender.free == 1

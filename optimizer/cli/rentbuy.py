@@ -64,8 +64,10 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
 
     check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
-    threads = threads_per_worker(threads, workers, executor, scheduler)  # the solves side by side share the CPUs
-    with solve_executor(executor, workers, scheduler) as pool:
+    # the solves side by side share the CPUs; a worker waiting for work lends its CPU, unless the user chose threads
+    lend = threads is None
+    threads = threads_per_worker(threads, workers, executor, scheduler)
+    with solve_executor(executor, workers, scheduler, lend) as pool:
         rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                      do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,
                      offerings=list(offerings), rentals=list(rentals), executor=pool)

@@ -62,10 +62,8 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
     file = str(problem)
     raw = read_raw(problem)
     named = scenarios(raw, file, scenario_file)
-    from ..executors import threads_per_worker
-
-    # parallel workers on this machine share its CPUs instead of each solver taking all of them
-    threads = threads_per_worker(threads, workers, executor, scheduler)
+    # one change: the base and the changed problem are solved here, one after the other, each with the threads
+    # asked for (the workers are for scenarios side by side)
     opts = dict(solver=solver, time_limit=time_limit, gap=gap, threads=threads)
 
     if scenario_name is not None or sets or scales:
@@ -108,6 +106,7 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
 
 
 def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> None:
+    from ..executors import threads_per_worker
     from ..studies.sweep import Progress, make_task, run_tasks
     from ..studies.whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
 
@@ -123,9 +122,13 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
                 raise
             raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
         currency = currency or pr.currency
+    # parallel workers on this machine share its CPUs instead of each solver taking all of them; the CPU of a
+    # worker waiting for work is lent to the solves still running, unless the user chose the threads
+    lend = opts["threads"] is None
+    opts = {**opts, "threads": threads_per_worker(opts["threads"], workers, executor, scheduler)}
     tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
     results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
-                        progress=Progress(len(tasks), label="scenarios"))
+                        progress=Progress(len(tasks), label="scenarios"), lend=lend)
     rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
                               for ch, res in zip(changes, results)])
     if fmt == "json":

@@ -51,7 +51,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..executors import Threads, cpus
+from ..executors import Lending, Threads, cpus, loan
 from ..model.presolve import Model
 from . import decompose
 from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
@@ -437,14 +437,23 @@ def _leaf_threads(solver: str, threads: int | None, executor):
     the process may use), each leaf searched on one HiGHS thread: HiGHS's
     search of a leaf keeps one core busy, so on two cores two leaves proceed
     at once (docs/performance.md, "The split's leaves on this machine's
-    cores"). With one CPU (or ``threads`` 1), or another back end, no pool:
-    the leaves run one after the other as before.
+    cores"). In a worker of a pool that shares the CPUs (:func:`optimizer.executors.loan`), a
+    :class:`~optimizer.executors.Lending` pool instead: the worker's share of
+    the CPUs, and those of workers waiting for work. With one CPU (or
+    ``threads`` 1), or another back end, no pool: the leaves run one after
+    the other as before.
     """
-    n = cpus() if threads is None else threads
-    if executor is not None or solver != "highs" or n < 2 or not LEAF_THREADS:
-        yield executor, threads
-        return
-    pool = Threads(n, initializer=one_thread)
+    lender = loan()
+    if executor is None and solver == "highs" and LEAF_THREADS and lender is not None and cpus() > 1:
+        # a worker of a pool that shares the machine's CPUs (a sweep, a what-if, rent versus buy): the leaves
+        # run on its share and on the CPUs of workers waiting for work (docs/performance.md, "CPUs lent")
+        pool = Lending(lender, cpus(), initializer=one_thread)
+    else:
+        n = cpus() if threads is None else threads
+        if executor is not None or solver != "highs" or n < 2 or not LEAF_THREADS:
+            yield executor, threads
+            return
+        pool = Threads(n, initializer=one_thread)
     try:
         yield pool, 1
     finally:

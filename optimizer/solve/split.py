@@ -256,7 +256,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     lp_of: dict[tuple, float] = {}  # each leaf's LP bound
     # leaves handed to the executor and not yet read back: (future, arrays, bound known before, key, final)
     running: list[tuple[object, Arrays, float, tuple, bool]] = []
-    side_by_side = executor is not None and executor.workers > 1
+    # an executor whose workers come and go (CPUs lent, executors.Lending) says how many it may have at most
+    side_by_side = executor is not None and getattr(executor, "most", executor.workers) > 1
     bounds: list[float] = []      # a proven bound per settled leaf and pruned subtree
     open_: list[list] = []        # [bound, arrays, result, key] of leaves searched to first_gap or stopped on time
 

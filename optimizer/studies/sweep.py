@@ -264,14 +264,14 @@ class Progress:
 
 
 def run_tasks(tasks: list[dict], workers: int = 1, executor: str = "local", scheduler: str | None = None,
-              progress: Progress | None = None) -> list[dict]:
+              progress: Progress | None = None, lend: bool = False) -> list[dict]:
     """Solve every task; results in task order. ``executor``: ``local`` (processes when
     ``workers > 1``) or ``dask`` (``scheduler`` address, or a local Dask cluster of ``workers``)
-    (:func:`optimizer.executors.make_executor`)."""
+    (:func:`optimizer.executors.make_executor`; ``lend``: the local processes share the CPUs)."""
     progress = progress or Progress(len(tasks), enabled=False)
     results: dict[int, dict] = {}
     # no more local processes than tasks (one task runs in this process)
-    pool = make_executor(executor, workers if executor == "dask" else min(workers, len(tasks)), scheduler)
+    pool = make_executor(executor, workers if executor == "dask" else min(workers, len(tasks)), scheduler, lend)
     try:
         for res in _run(pool, tasks, progress):
             results[res["index"]] = res
@@ -301,7 +301,7 @@ def _numeric(v) -> bool:
 
 
 def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int = 1, executor: str = "local",
-              scheduler: str | None = None, progress: Progress | None = None) -> list[dict]:
+              scheduler: str | None = None, progress: Progress | None = None, lend: bool = False) -> list[dict]:
     """Every task's result, solving as few as the grid's lines allow (:mod:`optimizer.studies.parametric`).
 
     A line is the points that differ only in the last dimension (the whole
@@ -317,16 +317,17 @@ def run_lines(dims: list[Dimension], tasks: list[dict], gap: float, workers: int
     anything but the objective, the rest of the line is solved at once.
     Lines along a non-numeric dimension are solved point by point. The
     order of the work, and how idle workers are kept busy:
-    :func:`_search_lines`.
+    :func:`_search_lines`. ``lend``: as for :func:`run_tasks`.
     """
     progress = progress or Progress(len(tasks), enabled=False)
     last = dims[-1]
     size = len(last.values)
     if size < 3 or not all(_numeric(v) for v in last.values):
-        return run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=progress)
+        return run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=progress,
+                         lend=lend)
     lines = [list(range(start, start + size)) for start in range(0, len(tasks), size)]
     tvalue = {t["index"]: float(last.values[t["index"] % size]) for t in tasks}
-    pool = make_executor(executor, workers, scheduler)  # one pool for the whole search
+    pool = make_executor(executor, workers, scheduler, lend)  # one pool for the whole search
     try:
         results = _search_lines(lines, {t["index"]: t for t in tasks}, tvalue, gap, pool, pool.workers, progress)
     finally:
@@ -755,7 +756,9 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     raw = read_raw(problem)
     base_raw = overlay(raw, file, sets, scales)
     combos = grid(dims)
-    # parallel workers on this machine share its CPUs instead of each solver taking all of them
+    # parallel workers on this machine share its CPUs instead of each solver taking all of them; the CPU of a
+    # worker waiting for work is lent to the solves still running, unless the user chose the threads
+    lend = threads is None
     threads = threads_per_worker(threads, workers, executor, scheduler)
     tasks = []
     currency, name, objective_kind = None, None, None
@@ -773,10 +776,11 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     t0 = time.perf_counter()
     bar = Progress(len(tasks), label="sweep", enabled=None if progress else False)
     if every_point:
-        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=bar)
+        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler, progress=bar,
+                            lend=lend)
     else:
         results = run_lines(dims, tasks, gap, workers=workers, executor=executor, scheduler=scheduler,
-                            progress=bar)
+                            progress=bar, lend=lend)
     seconds = time.perf_counter() - t0
     pts = points(dims, combos, results)
     return Sweep(name, currency, objective_kind, list(dims), list(sets), list(scales), solver, executor, workers,
