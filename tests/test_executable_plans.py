@@ -494,6 +494,7 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # the main path's searches alone, in order
     calls = []
     real = driver.backend_solve
 
@@ -549,6 +550,7 @@ def widen_flip3(tmp_path, monkeypatch, relabel=None):
     from optimizer.solve import driver
 
     model, a, unlimited, c = flip3_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # the searches of the restrictions alone, in order
     calls = []
     real = driver.backend_solve
 
@@ -630,6 +632,7 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # test_a_bound_searched_beside_proves_... has it on
     offset = fake_clock(monkeypatch)
     calls = []
     real = driver.backend_solve
@@ -651,6 +654,52 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
     assert r.bound == pytest.approx(700) and r.gap == pytest.approx(500 / 1_200)
     assert "no time was left to search the whole stable model, with other configurations" in r.message
+
+
+def test_a_bound_searched_beside_proves_what_the_restrictions_cannot(tmp_path, monkeypatch):
+    # The same run as above (the clock runs out as the restriction's search ends), on a machine of two CPUs:
+    # the stable model with its configuration floors is searched on the second one from the restriction's
+    # first plan, 1,200. Its floors make its LP the stable optimum (A in both periods, 1,100:
+    # tests/test_strengthen.py), so it finds and proves 1,100 where the restrictions alone returned 1,200
+    # with the caller's bound, 700.
+    from optimizer.solve import driver
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    offset = fake_clock(monkeypatch)
+    main, aside = [], []
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        if len(kw["arrays"].row_lo) > len(a.row_lo):  # the floors' rows: the search beside
+            aside.append(out)
+        else:
+            main.append(out)
+            if len(main) == 2:  # the restriction's search
+                offset[0] = 1_000.0
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert len(main) == 2 and len(aside) == 1
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the stable model with its configuration floors, searched beside, found 1,100.00" in r.message
+
+
+def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
+    from optimizer.solve import driver
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    seen = []
+    real = driver.backend_solve
+    spy_on_solves(monkeypatch, lambda *args, **kw: seen.append(len(kw["arrays"].row_lo)) or real(*args, **kw))
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, 1, 700.0, 0.0, search=True)
+    assert r.objective == pytest.approx(1_100)
+    assert all(n == len(a.row_lo) for n in seen)  # no search had the floors' rows
 
 
 def test_a_stage_without_limits_stopped_on_the_limit_hands_a_searchable_model_on(tmp_path, monkeypatch):

@@ -204,3 +204,47 @@ def test_generated_optimum_same_with_and_without_training_cover(seed):
     covered = backend_solve(model.mip, solver="highs", gap=1e-9, arrays=a.with_rows(cover))
     assert plain.status == covered.status == Status.OPTIMAL
     assert covered.objective == pytest.approx(plain.objective, rel=1e-7)
+
+
+# --- configuration floors (kept apart: the stable model's search for a bound gets them) ------------------
+
+def test_config_floor_makes_the_lp_pay_for_a_whole_configuration(tmp_path):
+    # FLIP (tests/test_executable_plans.py): chat on A (1-GPU L4 at 1 $/h, 1 rps a replica) or B (an 8-GPU
+    # H100 node at 6 $/h, 10 rps), 1 rps in p1 and 10 in p2, 100 h each, one configuration. Without the rows
+    # the LP may take A in p1 and B in p2 with c_A = 1/11 and c_B = 1/2 (each configuration's replicas over
+    # the horizon against its most, 11 and 2): 100 + 600 = 700 at most. With them, c_A = λ and c_B = μ
+    # force x_A ≥ λ in p1 and 10λ in p2, x_B ≥ μ in each; the most replicas rows (x_A1 + x_A2 ≤ 11λ,
+    # x_B1 + x_B2 ≤ 2μ) make those equalities, p2's demand gives 10λ + 10μ ≥ 10, so λ + μ = 1 and the cost
+    # is 100·11λ + 600·2μ = 1,200 − 100λ: 1,100 at λ = 1, the stable optimum.
+    from optimizer.model.strengthen import config_floor
+    from optimizer.solve.backends import solve as backend_solve
+
+    from test_executable_plans import FLIP
+
+    model = _model(tmp_path, FLIP, CUTS)
+    a = model.mip.arrays()
+    rows = config_floor(model.mip, model.data, model.vars)
+    assert rows.size == 4  # (A, B) × (p1, p2)
+    plain = backend_solve(None, solver="highs", arrays=a.relaxed())
+    floored = backend_solve(None, solver="highs", arrays=a.with_rows(rows).relaxed())
+    assert plain.objective <= 700 + 1e-6
+    assert floored.objective == pytest.approx(1_100)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_generated_optimum_same_with_and_without_config_floor(seed):
+    # bench's generator at 5 %: stability limits of one configuration, buckets, training, commitments
+    from optimizer.model.strengthen import config_floor
+    from optimizer.solve.backends import solve as backend_solve
+
+    pr = generated(scale=0.05, seed=seed, weeks=2, regions=1)
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    rows = config_floor(model.mip, model.data, model.vars)
+    assert rows.size > 0
+    plain = backend_solve(None, solver="highs", arrays=a, gap=1e-9)
+    floored = backend_solve(None, solver="highs", arrays=a.with_rows(rows), gap=1e-9)
+    assert plain.status == floored.status == Status.OPTIMAL
+    assert floored.objective == pytest.approx(plain.objective, rel=1e-7)
+    lp_plain = backend_solve(None, solver="highs", arrays=a.relaxed()).objective
+    assert backend_solve(None, solver="highs", arrays=a.with_rows(rows).relaxed()).objective >= lp_plain - 1e-6

@@ -53,6 +53,7 @@ import numpy as np
 
 from ..executors import Lending, Threads, cpus, loan
 from ..model.presolve import Model
+from ..model.strengthen import config_floor
 from . import decompose
 from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
                        solve_relaxation)
@@ -79,6 +80,10 @@ EXTRA_CANDIDATES = 1
 #: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
+#: under a time limit, a model too large to prove (the fixed-configuration path) has the stable model with its
+#: configuration floors searched for a bound on a second CPU, beside the searches of its restrictions
+#: (:func:`_bound_beside`)
+BOUND_BESIDE = True
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
@@ -130,6 +135,23 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
     if threads is None:
         threads = cpus()
     return solve_relaxation(mip, lift(mip, mip.arrays()), solver, time_limit, threads)
+
+
+def without_limits(mip, a):
+    """A copy of the arrays ``a`` of ``mip`` without its stability limits: a relaxation of the stable model.
+
+    Every ``config-used`` fixed to 1 and each class's limit row (at most N
+    configurations) lifted. Every stable plan, its ``config-used`` set to 1,
+    is a plan of it at the same cost. (The rows that hold only under the
+    limit, :func:`optimizer.model.strengthen.config_floor`, are never in
+    ``a``: they are added where the stable model's bound is searched for.)
+    """
+    free = a.copy_bounds()
+    ids = mip.variables["config-used"].ids
+    free.col_lo[ids] = 1.0
+    free.col_hi[ids] = 1.0
+    free.row_hi[mip.constraints["stability-configurations"].ids] = float(len(ids))  # Σ c ≤ every one: no limit
+    return free
 
 
 def lift(mip, a):
@@ -194,10 +216,11 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         result = _keep_known(incumbent, result, gap)
     result.relaxation_bound = lp_bound
     result.solve_seconds += lp.solve_seconds
-    if lp_bound is not None and result.status.has_plan and (result.bound is None or result.bound < lp_bound):
-        # a limit hit before the solver's own root LP finished: the relaxation is still a proof
-        result.bound = lp_bound
-        result.gap = relative_gap(result.objective, lp_bound)
+    # a limit hit before the solver's own root LP finished, or a search that proved less than the LP: the
+    # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
+    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and result.gap <= gap + 1e-12:
+        result.status = Status.OPTIMAL
+        result.message = f"optimal: the LP relaxation's bound meets the plan's cost (the search: {result.message})"
     # a first plan returned at its target leaves HiGHS ending its current stage in the background (within the
     # limit it was given): the solve is over when that run is
     settle_background()
@@ -329,9 +352,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source="the LP relaxation", lp_x=guide, executor=executor)
-    cu = mip.variables["config-used"]
-    ids = cu.ids
-    rows = mip.constraints["stability-configurations"].ids
+    ids = mip.variables["config-used"].ids
 
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
     classes = {key[0][0] for key in carried}
@@ -349,10 +370,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     # leaves). Under a limit its plan may instead place the training of the fixed-configuration path, which
     # must then fit the lanes (q3 + default catalog at 60 s: 84,124 with them, 105,589 without;
     # docs/performance.md)
-    free = lift(mip, a) if time_limit is None else a.copy_bounds()
-    free.col_lo[ids] = 1.0
-    free.col_hi[ids] = 1.0
-    free.row_hi[rows] = float(len(ids))  # Σ c ≤ (every configuration): no limit
+    free = without_limits(mip, lift(mip, a) if time_limit is None else a)
     guide_gap = max(gap, GUIDE_GAP)
     known_x = None
     if incumbent is not None:  # a stable plan is a plan of the model without limits, with every configuration on
@@ -481,6 +499,43 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None) -> np.ndar
     return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
 
 
+@dataclasses.dataclass
+class _Beside:
+    """A search running on a thread of its own; :meth:`result` waits for it and frees the thread."""
+
+    pool: Threads
+    future: object
+
+    def result(self) -> SolveResult:
+        try:
+            return self.future.result()
+        finally:
+            self.pool.close()
+
+
+def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
+                  threads: int | None) -> _Beside | None:
+    """The stable model with its configuration floors (:func:`optimizer.model.strengthen.config_floor`)
+    searched from the plan ``x`` on a CPU of its own, for ``time_limit`` seconds, or None.
+
+    For the fixed-configuration path, whose own searches are of
+    restrictions (their bounds prove nothing for the stable model) and run
+    on one CPU: the second searches the stable model itself, whose bound is
+    a proof, and the floors raise that bound where the model without
+    stability limits cannot reach (q3 with the default catalog at 60 s:
+    57,128 → about 60,700; docs/performance.md, "Configuration floors").
+    HiGHS only, on a machine of two CPUs or more, and not when the caller
+    asked for one thread (:data:`BOUND_BESIDE`).
+    """
+    if not BOUND_BESIDE or solver != "highs" or threads == 1 or cpus() < 2 or time_limit < 1.0:
+        return None
+    floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
+    pool = Threads(1, initializer=one_thread)
+    future = pool.submit(lambda _: backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap,
+                                                 threads=1, start=x, arrays=floors), None)
+    return _Beside(pool, future)
+
+
 def _widened(model: Model, a, x: np.ndarray, extra: int):
     """The stable model restricted, per request class, to the N + ``extra`` configurations the plan ``x`` uses
     most (N: the class's limit, whose row stays on), as arrays; None when that is every configuration."""
@@ -584,6 +639,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
 
     steps = []
     seconds = spent
+    beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
     # first plans, nearest to what is known first: training as the plan without limits places it, then
     # training where the LP places it, then the configurations alone
     tries = []
@@ -621,6 +677,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
+        beside = _bound_beside(model, a, best_x, solver, left, gap, threads) if search and open_gap(best_obj) \
+            else None
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
@@ -708,6 +766,15 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     if left < 1.0 and best_obj is not None and open_gap(best_obj):
         steps.append("no time was left to search the whole stable model, with other configurations"
                      if search else "no time was left to search the whole stable model: a heuristic plan")
+    if beside is not None:
+        floors = beside.result()
+        roots.append(floors.root_bound)
+        if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
+            proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
+        if floors.status.has_plan and floors.objective < (best_obj if result is None else result.objective) - 1e-9:
+            steps.append(f"the stable model with its configuration floors, searched beside, found "
+                         f"{floors.objective:,.2f}")
+            result = floors
     if result is None:
         if best_x is None:
             return SolveResult(Status.TIME_LIMIT, solver, solve_seconds=seconds,
