@@ -84,6 +84,11 @@ GUIDE_GAP = 0.1
 #: configuration floors searched for a bound on a second CPU, beside the searches of its restrictions
 #: (:func:`_bound_beside`)
 BOUND_BESIDE = True
+#: the share of the time left that the search for a bound gets: its bound comes in the first seconds (the root of the
+#: stable model with its floors), and past them the second CPU's memory bandwidth is worth more to the searches
+#: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
+#: with all; docs/performance.md, "Configuration floors")
+BESIDE_SHARE = 0.25
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
@@ -516,14 +521,15 @@ class _Beside:
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
                   threads: int | None) -> _Beside | None:
     """The stable model with its configuration floors (:func:`optimizer.model.strengthen.config_floor`)
-    searched from the plan ``x`` on a CPU of its own, for ``time_limit`` seconds, or None.
+    searched from the plan ``x`` on a CPU of its own, for ``time_limit`` seconds (the caller gives it
+    :data:`BESIDE_SHARE` of its time), or None.
 
     For the fixed-configuration path, whose own searches are of
     restrictions (their bounds prove nothing for the stable model) and run
     on one CPU: the second searches the stable model itself, whose bound is
     a proof, and the floors raise that bound where the model without
     stability limits cannot reach (q3 with the default catalog at 60 s:
-    57,128 → about 60,700; docs/performance.md, "Configuration floors").
+    56,505 → 59,663; docs/performance.md, "Configuration floors").
     HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`BOUND_BESIDE`).
     """
@@ -677,8 +683,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
-        beside = _bound_beside(model, a, best_x, solver, left, gap, threads) if search and open_gap(best_obj) \
-            else None
+        beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads)
+                  if search and open_gap(best_obj) else None)
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
