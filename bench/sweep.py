@@ -66,7 +66,8 @@ def main() -> None:
     ap.add_argument("--threads", default="1",
                     help="--threads of every run (default 1: the runs differ only in their workers); 'default' "
                          "passes none, so each solve takes its default (one worker: the split's leaves on every "
-                         "CPU; N workers: the CPUs divided among them, a waiting worker's CPU lent to the solves running)")
+                         "CPU; N workers: the CPUs divided among them, a waiting worker's CPU lent to the solves "
+                         "running)")
     ap.add_argument("--every-point", action="store_true",
                     help="solve every point (by default points between two solved ones are settled from them "
                          "when the swept value moves only the objective)")

@@ -28,10 +28,10 @@ def solver_options(f):
     f = click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="Solver threads (default: the solver's own default; with HiGHS every CPU "
                           "for the LP relaxation and as many of the exact split's leaves side by side, "
-                          "and for sweep, whatif and rentbuy --workers the CPUs divided among the workers, a waiting worker's "
-                          "lent to the others. 1 keeps the leaves, and the first-plan guesses of a "
-                          "time-limited large model, one after the other, and leaves out that model's "
-                          "search for a bound on a second CPU).")(f)
+                          "and for sweep, whatif and rentbuy --workers the CPUs divided among the "
+                          "workers, a waiting worker's lent to the others. 1 keeps the leaves, and the "
+                          "first-plan guesses of a time-limited large model, one after the other, and "
+                          "leaves out that model's search for a bound on a second CPU).")(f)
     f = click.option("--gap", type=click.FloatRange(min=0, max=1), default=1e-6, show_default=True,
                      help="Relative optimality gap at which the solver may stop.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,

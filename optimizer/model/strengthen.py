@@ -350,7 +350,7 @@ def training_cover(m: MIP, vt: dict) -> Rows:
 
 
 def config_floor(m: MIP, d, vt: dict) -> Rows:
-    """``config-floor`` rows: Σ_o x_{s,k,o,p} ≥ ⌈D_{s,b,p} / r_{s,b,k}⌉·c_{s,b,k}, classes limited to one configuration.
+    """``config-floor`` rows: Σ_o x_{s,k,o,p} ≥ ⌈D_{s,b,p} / r_{s,b,k}⌉·c_{s,b,k} (one configuration a class).
 
     Why it holds: with the limit N_s = 1, c_{s,b,k} = 1 means k is the one
     configuration of bucket b (every other is off, so it routes nothing of
