@@ -166,13 +166,11 @@ def rentbuy(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time
     ``to_json()``. With ``workers > 1`` or ``executor="dask"`` the solves
     run side by side (the same tables).
     """
-    from .executors import solve_executor, threads_per_worker
+    from .executors import share_cpus, solve_executor
     from .studies.rentbuy import analyse
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
-    # the solves side by side share the CPUs; a worker waiting for work lends its CPU, unless the user chose threads
-    lend = threads is None
-    threads = threads_per_worker(threads, workers, executor, scheduler)
+    threads, lend = share_cpus(threads, workers, executor, scheduler)
     with solve_executor(executor, workers, scheduler, lend) as pool:
         return analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                        do_break_even=break_even, do_sensitivity=sensitivity, step=step, offerings=list(offerings),

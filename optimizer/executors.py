@@ -15,7 +15,9 @@ executor gives the same numbers for the same tasks.
   without one, a local cluster of ``workers`` single-threaded processes.
 
 Every executor offers ``submit(fn, arg) -> future`` (``future.result(timeout)``,
-``future.done()``), ``workers`` (solves at once) and ``close()``.
+``future.done()``), ``workers`` (solves at once) and ``close()``. One whose
+``workers`` changes while it runs (:class:`Lending`) also offers ``most``,
+the most it may have.
 """
 
 from __future__ import annotations
@@ -71,6 +73,18 @@ class Threads:
 def cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the system has one, else every CPU)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def share_cpus(threads: int | None, workers: int, executor: str = "local",
+               scheduler: str | None = None) -> tuple[int | None, bool]:
+    """How solves side by side on ``workers`` share this machine's CPUs: (threads of each, lend).
+
+    ``threads`` per solve as :func:`threads_per_worker` divides them, and
+    whether a pool of local processes lends the CPU of a worker waiting for
+    work to the solves still running (:class:`CpuLoan`, ``make_executor``'s
+    ``lend``): only when the user chose no threads.
+    """
+    return threads_per_worker(threads, workers, executor, scheduler), threads is None
 
 
 def threads_per_worker(threads: int | None, workers: int, executor: str = "local",
@@ -148,7 +162,7 @@ def _on_its_share(fn, arg):
         _loan.release()
 
 
-class Lending(Threads):
+class Lending:
     """Threads of this process that run on the share of CPUs a :class:`CpuLoan` gives it, and on CPUs it lends.
 
     ``workers`` is how many tasks may run now: the share, and one more
@@ -161,9 +175,10 @@ class Lending(Threads):
     """
 
     def __init__(self, lender: CpuLoan, most: int, initializer=None):
-        super().__init__(most, initializer)
         self.most = most
+        self._threads = Threads(most, initializer)
         self._lender = lender
+        self._own = max(1, lender.share)
         self._lock = threading.Lock()
         self._running = 0
         self._borrowed = 0
@@ -171,19 +186,15 @@ class Lending(Threads):
     @property
     def workers(self) -> int:
         with self._lock:
-            own = max(1, self._lender.share)
-            if self._running >= own + self._borrowed and own + self._borrowed < self.most and self._lender.borrow():
+            room = self._own + self._borrowed
+            if self._running >= room and room < self.most and self._lender.borrow():
                 self._borrowed += 1
-            return own + self._borrowed
-
-    @workers.setter
-    def workers(self, _n: int) -> None:
-        """Set by :class:`Threads`' constructor to the pool's size: here that is ``most``."""
+            return self._own + self._borrowed
 
     def submit(self, fn, arg) -> cf.Future:
         with self._lock:
             self._running += 1
-        fut = super().submit(fn, arg)
+        fut = self._threads.submit(fn, arg)
         fut.add_done_callback(self._ended)
         return fut
 
@@ -194,13 +205,12 @@ class Lending(Threads):
 
     def _give_back(self, keep: int) -> None:
         """Give back the borrowed CPUs beyond what ``keep`` tasks need (the lock held)."""
-        own = max(1, self._lender.share)
-        while self._borrowed and keep < own + self._borrowed:
+        while self._borrowed and keep < self._own + self._borrowed:
             self._borrowed -= 1
             self._lender.give_back()
 
     def close(self) -> None:
-        super().close()
+        self._threads.close()
         with self._lock:
             self._give_back(keep=0)
 

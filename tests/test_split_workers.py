@@ -253,6 +253,9 @@ def test_workers_on_this_machine_divide_its_cpus(monkeypatch):
     assert executors.threads_per_worker(None, 1) is None
     assert executors.threads_per_worker(None, 2, "dask") == 4
     assert executors.threads_per_worker(None, 2, "dask", "tcp://scheduler:8786") is None
+    # a local pool lends a waiting worker's CPU only when the threads were divided, not chosen
+    assert executors.share_cpus(None, 2) == (4, True)
+    assert executors.share_cpus(3, 2) == (3, False)
 
 
 def test_in_a_worker_of_a_lending_pool_the_leaves_borrow_idle_cpus(solve, monkeypatch):

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..executors import solve_executor, threads_per_worker
+from ..executors import share_cpus, solve_executor
 from ..load import load_problem
 from .common import fail_usage
 from .overlay_options import overlay_options, parallel_options
@@ -64,9 +64,7 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
 
     check_html_target(html_file, force)
     pr = load_problem(problem, sets=sets, **({"scales": scales} if scales else {}))
-    # the solves side by side share the CPUs; a worker waiting for work lends its CPU, unless the user chose threads
-    lend = threads is None
-    threads = threads_per_worker(threads, workers, executor, scheduler)
+    threads, lend = share_cpus(threads, workers, executor, scheduler)
     with solve_executor(executor, workers, scheduler, lend) as pool:
         rb = analyse(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                      do_break_even=not no_break_even, do_sensitivity=not no_sensitivity, step=step,

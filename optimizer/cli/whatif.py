@@ -106,7 +106,7 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
 
 
 def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> None:
-    from ..executors import threads_per_worker
+    from ..executors import share_cpus
     from ..studies.sweep import Progress, make_task, run_tasks
     from ..studies.whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
 
@@ -122,10 +122,8 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
                 raise
             raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
         currency = currency or pr.currency
-    # parallel workers on this machine share its CPUs instead of each solver taking all of them; the CPU of a
-    # worker waiting for work is lent to the solves still running, unless the user chose the threads
-    lend = opts["threads"] is None
-    opts = {**opts, "threads": threads_per_worker(opts["threads"], workers, executor, scheduler)}
+    threads, lend = share_cpus(opts["threads"], workers, executor, scheduler)
+    opts = {**opts, "threads": threads}
     tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
     results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
                         progress=Progress(len(tasks), label="scenarios"), lend=lend)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..executors import make_executor, threads_per_worker
+from ..executors import make_executor, share_cpus
 from ..solve.backends import DEFAULT_SOLVER
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -743,7 +743,8 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
 
     With ``workers`` > 1 on this machine (processes, or a local Dask
     cluster) and no ``threads``, each solve gets the machine's CPUs divided
-    by the workers (:func:`optimizer.executors.threads_per_worker`).
+    by the workers, and a worker waiting for work lends its CPU to the
+    solves still running (:func:`optimizer.executors.share_cpus`).
 
     Every point's overlays are applied before any solve, so a bad path or
     selector is an :class:`~optimizer.errors.InputError` at once, naming
@@ -756,10 +757,7 @@ def run_sweep(problem: str | Path, dims: list, *, sets=(), scales=(), solver: st
     raw = read_raw(problem)
     base_raw = overlay(raw, file, sets, scales)
     combos = grid(dims)
-    # parallel workers on this machine share its CPUs instead of each solver taking all of them; the CPU of a
-    # worker waiting for work is lent to the solves still running, unless the user chose the threads
-    lend = threads is None
-    threads = threads_per_worker(threads, workers, executor, scheduler)
+    threads, lend = share_cpus(threads, workers, executor, scheduler)
     tasks = []
     currency, name, objective_kind = None, None, None
     for i, vals in enumerate(combos):
