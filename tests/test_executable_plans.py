@@ -698,6 +698,7 @@ def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
     real = driver.backend_solve
     spy_on_solves(monkeypatch, lambda *args, **kw: seen.append(len(kw["arrays"].row_lo)) or real(*args, **kw))
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, 1, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
     assert r.objective == pytest.approx(1_100)
     assert all(n == len(a.row_lo) for n in seen)  # no search had the floors' rows
 
