@@ -949,6 +949,86 @@ def test_a_restriction_within_the_gap_reports_the_relaxations_bound_not_its_own(
     assert r.root_bound is None or r.root_bound <= 700 + 1e-6
 
 
+def test_under_a_limit_a_plan_over_its_limits_that_no_split_can_take_goes_to_the_fixed_configurations(
+        tmp_path, monkeypatch):
+    # FLIP's plan without limits (700) puts chat on A and B, over its limit of one. With the split stood down
+    # (as for a class of more than MAX_SPLIT candidates) and a time limit, that plan is handed to the
+    # fixed-configuration path, as when the model without limits stops on the limit: B fixed (used most,
+    # 1,200), widened to A or B (1,100), which the whole stable model proves. Stages 2 and 3 would first
+    # solve the model without limits on to the requested gap, whose plan is not stable.
+    from optimizer.solve import driver
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
+    handed = []
+    real_fixed = driver._fixed_configurations
+
+    def fixed_spy(*args, **kw):
+        handed.append((kw.get("source"), kw.get("search")))
+        return real_fixed(*args, **kw)
+
+    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert handed == [("the plan without stability limits", True)]
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    # without a limit, stages 2 and 3 (they end in the whole stable model's proof, however long it takes)
+    r = driver.solve_stable(model, "highs", None, 1e-9, None, guide=lp.x)
+    assert len(handed) == 1 and r.objective == pytest.approx(1_100)
+
+
+def test_a_plan_within_its_limits_under_a_limit_is_proven_in_stages(tmp_path, monkeypatch):
+    # Demand 1 rps in both periods: the plan without limits is A in both (200), within chat's limit of one,
+    # so it is a stable plan; stage 2 reaches its bound and nothing is fixed.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    easy = copy.deepcopy(FLIP)
+    easy["inference"][0]["demand_rps"] = {"p1": 1, "p2": 1}
+    pr = load_problem(write_problem(tmp_path, easy))
+    model = presolve.build(pr, build_candidates(pr))
+    monkeypatch.setattr(driver, "_fixed_configurations", lambda *args, **kw: pytest.fail("fixed path taken"))
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(200)
+
+
+def test_the_bound_of_the_model_without_limits_is_kept_when_solving_it_on_proves_less(tmp_path, monkeypatch):
+    # Stages 2 and 3, FLIP, gap 5 %. The model without limits is solved to the guide's 10 % (700, proven),
+    # then on to 5 %: that run stands in for one stopped on its limit with a weaker bound (600). Stage 2
+    # keeps B alone (EXTRA_CANDIDATES 0): 1,200, not within 5 % of 700. Stage 3, the whole stable model,
+    # stands in for a search stopped on its limit at 1,100 with bound 650. The proof reported is the best
+    # of them, the guide's 700, never a later run's weaker one: gap (1,100 - 700) / 1,100.
+    import dataclasses
+
+    from optimizer.solve import driver
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
+    monkeypatch.setattr(driver, "EXTRA_CANDIDATES", 0)
+    real = driver.backend_solve
+    calls = []
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append(out.objective)
+        if len(calls) == 2:
+            return dataclasses.replace(out, status=Status.FEASIBLE, bound=600.0, root_bound=None)
+        if len(calls) == 4:
+            return dataclasses.replace(out, status=Status.FEASIBLE, bound=650.0, root_bound=None)
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver.solve_stable(model, "highs", None, 0.05, None)
+    assert_plan_audited(model, r)
+    assert calls == [pytest.approx(700), pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
+    assert r.objective == pytest.approx(1_100) and r.status == Status.FEASIBLE
+    assert r.bound == pytest.approx(700) and r.gap == pytest.approx(400 / 1_100)
+
+
 def test_the_splits_root_bound_is_the_least_of_its_leaves_not_the_best_leafs(solve, monkeypatch):
     # FLIP's split: leaf B (LP bound 675: B's node in p2, 600, and an eighth of it for p1's 1 rps, 75) is
     # searched first and finds 1,200; leaf A (LP bound 1,100) then finds 1,100 under that cutoff. The leaves
