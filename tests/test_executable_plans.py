@@ -752,7 +752,7 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     model = presolve.build(pr, build_candidates(pr))
     a = model.mip.arrays()
     n_configs = len(model.mip.variables["config-used"].ids)
-    monkeypatch.setattr(driver, "_most_used", lambda model, x, extra=None: np.zeros(n_configs, bool))
+    monkeypatch.setattr(driver, "_most_used", lambda model, x, extra=None, then=None: np.zeros(n_configs, bool))
     r = driver._fixed_configurations(model, a, np.zeros(a.n_vars), "highs", 30.0, 1e-9, None, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert r.status.has_plan and r.status != Status.INFEASIBLE
@@ -1027,6 +1027,76 @@ def test_the_bound_of_the_model_without_limits_is_kept_when_solving_it_on_proves
     assert calls == [pytest.approx(700), pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100)]
     assert r.objective == pytest.approx(1_100) and r.status == Status.FEASIBLE
     assert r.bound == pytest.approx(700) and r.gap == pytest.approx(400 / 1_100)
+
+
+def test_without_a_class_the_split_can_take_the_configuration_relaxation_guides_and_bounds(tmp_path, monkeypatch):
+    # FLIP with the split's largest class set below chat's two candidates (as for a class of more than
+    # MAX_SPLIT): under a time limit the model without limits is not solved; the configuration relaxation
+    # (only config-used whole, the floors on) chooses A (1,100, against B's 1,200:
+    # tests/test_strengthen.py works it by hand) and its bound, 1,100, proves the restriction's plan.
+    from optimizer.solve import driver, split
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    assert not split.splittable(model)
+    handed = []
+    real_fixed = driver._fixed_configurations
+
+    def fixed_spy(*args, **kw):
+        handed.append((kw.get("source"), kw.get("search")))
+        return real_fixed(*args, **kw)
+
+    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert handed == [("the configuration relaxation", True)]
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "configurations fixed to those the configuration relaxation uses most" in r.message
+    # without a time limit the stages prove it as before (no configuration relaxation)
+    r = driver.solve_stable(model, "highs", None, 1e-9, None, guide=lp.x)
+    assert len(handed) == 1 and r.objective == pytest.approx(1_100)
+
+
+@pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])
+def test_every_back_end_solves_the_configuration_relaxation(tmp_path, monkeypatch, solver):
+    # the same path on the other back ends: the relaxation chooses A, whose restriction's plan, 1,100, its
+    # bound proves
+    from optimizer.solve import driver, split
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    relaxed = driver.configuration_relaxation(model, a, solver, 30.0, 1e-9, None)
+    assert relaxed.status == Status.OPTIMAL and relaxed.objective == pytest.approx(1_100)
+    lp = driver.relaxation(model, solver)
+    r = driver.solve_stable(model, solver, 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert "the configuration relaxation" in r.message
+
+
+def test_configurations_a_plan_leaves_unused_are_ranked_by_the_lps_traffic(tmp_path):
+    # FLIP3: the plan on B alone (1,200) uses B; A and C carry nothing in it. Widened by one configuration,
+    # the one added is the one the second point carries traffic on: C when it is the plan on C alone, A when
+    # it is the plan on A alone.
+    from optimizer.solve import driver
+
+    model, a, _, c = flip3_unlimited(tmp_path)
+    cu = model.mip.variables["config-used"]
+    config = cu.coords.reset_index(drop=True)["config"].to_numpy()
+
+    def stable_on(prefix):
+        b = a.copy_bounds()
+        b.col_hi[cu.ids[[not k.startswith(prefix) for k in config]]] = 0.0
+        return driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=b).x
+
+    on_b, on_a, on_c = stable_on("H100"), stable_on("L4"), stable_on("A100")
+    assert list(config[driver._most_used(model, on_b, extra=0)]) == [k for k in config if k.startswith("H100")]
+    assert sorted(config[driver._most_used(model, on_b, extra=1, then=on_c)]) == sorted(
+        k for k in config if not k.startswith("L4"))
+    assert sorted(config[driver._most_used(model, on_b, extra=1, then=on_a)]) == sorted(
+        k for k in config if not k.startswith("A100"))
 
 
 def test_the_splits_root_bound_is_the_least_of_its_leaves_not_the_best_leafs(solve, monkeypatch):

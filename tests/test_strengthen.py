@@ -248,3 +248,51 @@ def test_generated_optimum_same_with_and_without_config_floor(seed):
     assert floored.objective == pytest.approx(plain.objective, rel=1e-7)
     lp_plain = backend_solve(None, solver="highs", arrays=a.relaxed()).objective
     assert backend_solve(None, solver="highs", arrays=a.with_rows(rows).relaxed()).objective >= lp_plain - 1e-6
+
+
+# --- the configuration relaxation (the fixed-configuration path's guide and bound) ---------------------------
+
+HALF = {"periods": ONE_PERIOD,
+        "offerings": [od(id="a", gpu="L4", G=1, price=1.0), od(id="b", gpu="A100-80GB", G=1, price=1.5)],
+        "inference": [{**svc(demand=1.5, gpu="L4", gpus=1, rps=1.0),
+                       "profiles": [{"gpu": "L4", "gpus": 1, "rps": 1.0},
+                                    {"gpu": "A100-80GB", "gpus": 1, "rps": 2.0}]}]}
+
+
+def test_the_configuration_relaxation_takes_whole_configurations_where_the_lp_takes_fractions(tmp_path):
+    # chat, 1.5 rps for 100 h, one configuration: A (a 1-GPU VM at 1 $/h, 1 rps a replica) needs 2 replicas,
+    # 200; B (a 1-GPU VM at 1.5 $/h, 2 rps) one, 150: the stable optimum is 150. The LP with the floors
+    # mixes them: the most replicas rows (x_A ≤ 2·c_A, x_B ≤ 1·c_B) and the floors (x_A ≥ 2·c_A,
+    # x_B ≥ 1·c_B) only tie x to c, c_A + c_B ≤ 1; the units hold the replicas (y ≥ x) and the unit floor
+    # asks one whole GPU (y_a + y_b ≥ 1). So: min 100·(x_A + 1.5·x_B) with x_A + 2·x_B ≥ 1.5 (demand) and
+    # x_A + x_B ≥ 1, whose optimum is where both meet, x_A = x_B = 1/2 (c_A = 1/4, c_B = 1/2): 125. With c
+    # whole (every other integrality dropped), c_B = 1 and the floor asks one whole replica: 150, the
+    # optimum; c_A = 1 would ask two, 200.
+    from optimizer.model.strengthen import config_floor
+    from optimizer.solve.backends import solve as backend_solve
+
+    model = _model(tmp_path, HALF, CUTS)
+    a = model.mip.arrays()
+    floored = backend_solve(None, solver="highs", arrays=a.with_rows(
+        config_floor(model.mip, model.data, model.vars)).relaxed())
+    assert floored.objective == pytest.approx(125)
+    r = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(150) and r.bound == pytest.approx(150)
+    assert optimum(model) == pytest.approx(150)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_generated_configuration_relaxation_bounds_the_stable_optimum(seed):
+    # a relaxation: never above the stable optimum, never below the LP with the floors
+    from optimizer.model.strengthen import config_floor
+    from optimizer.solve.backends import solve as backend_solve
+
+    pr = generated(scale=0.05, seed=seed, weeks=2, regions=1)
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    stable = backend_solve(None, solver="highs", arrays=a, gap=1e-9)
+    relaxed = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    floored = backend_solve(None, solver="highs", arrays=a.with_rows(
+        config_floor(model.mip, model.data, model.vars)).relaxed())
+    assert stable.status == relaxed.status == Status.OPTIMAL
+    assert floored.objective - 1e-6 <= relaxed.objective <= stable.objective * (1 + 1e-7)

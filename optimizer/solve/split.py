@@ -78,6 +78,18 @@ def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
     return cu.merge(d.stability[["service", "max_configurations"]], on="service")
 
 
+def splittable(model: Model) -> bool:
+    """Has ``model`` a request class the exact split can take: limited to one configuration, with at most
+    :data:`MAX_SPLIT` candidates? (Without one, the plan without stability limits cannot lead to a split.)"""
+    mip, d = model.mip, model.data
+    if "config-used" not in mip.variables:
+        return False
+    cu = mip.variables["config-used"].coords.reset_index(drop=True).merge(
+        d.stability[["service", "max_configurations"]], on="service")
+    sizes = cu[cu["max_configurations"] == 1].groupby(["service", "bucket"]).size()
+    return bool((sizes <= MAX_SPLIT).any())
+
+
 @dataclass
 class Choice:
     """One decision every plan makes exactly one way: the options partition the plans.
