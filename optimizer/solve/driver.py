@@ -26,7 +26,10 @@ limit that no exact split can take (a class with more than
 :data:`~optimizer.solve.split.MAX_SPLIT` candidates, a limit above one), no
 exact stable search follows: the configurations are fixed to those that plan (or, without a
 plan, the LP relaxation) uses most and the back end finds a first plan of
-that restriction. The back end's own search of the restriction improves it
+that restriction. A model with no class the split can take does not solve
+the model without limits at all: the configuration relaxation
+(:func:`configuration_relaxation`) gives the bound and the configurations
+to fix instead. The back end's own search of the restriction improves it
 when the LP was cheap next to the limit, and each time that search proves
 its restriction's optimum within the time, the restriction is widened by
 one more configuration per class to choose from (the limits on) and
