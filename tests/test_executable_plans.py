@@ -1038,7 +1038,7 @@ def test_without_a_class_the_split_can_take_the_configuration_relaxation_guides_
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    assert not split.splittable(model)
+    assert split.too_wide_to_split(model)
     handed = []
     real_fixed = driver._fixed_configurations
 
@@ -1057,6 +1057,55 @@ def test_without_a_class_the_split_can_take_the_configuration_relaxation_guides_
     # without a time limit the stages prove it as before (no configuration relaxation)
     r = driver.solve_stable(model, "highs", None, 1e-9, None, guide=lp.x)
     assert len(handed) == 1 and r.objective == pytest.approx(1_100)
+
+
+@pytest.mark.parametrize("limit, over_single", [(1, True), (2, False)])
+def test_only_a_class_limited_to_one_configuration_on_several_sends_a_plan_to_the_fixed_path(
+        tmp_path, limit, over_single):
+    # FLIP3's model without limits, with a replica of C forced in p1 and one of A in p2: its plan uses C in
+    # p1, B and A in p2, three configurations. Over a limit of one, the fixed-configuration path takes it (no split can); over a limit
+    # of two only, stages 2 and 3 do, as they prove such a model of q3's size in the time.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    data = copy.deepcopy(FLIP3)
+    data["stability"] = {"max_configurations": limit}
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    free = driver.without_limits(model.mip, a)
+    x = model.mip.variables["inference-replicas"]
+    coords = x.coords.reset_index(drop=True)
+    for gpu, period in (("A100", "p1"), ("L4", "p2")):
+        forced = x.ids[(coords["config"].str.startswith(gpu) & (coords["period"] == period)).to_numpy()]
+        assert len(forced) == 1
+        free.col_lo[forced] = 1.0
+    plan = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
+    use = driver.configuration_use(model, plan.x)
+    assert (use["use"] > 1e-9).sum() == 3
+    assert driver._over_single_limits(model, plan.x) is over_single
+
+
+def test_a_model_whose_limits_are_above_one_keeps_the_model_without_limits(tmp_path, monkeypatch):
+    # FLIP3 (three configurations) with two allowed: no class is limited to one configuration, so no floor
+    # holds and the configuration relaxation would be little more than the LP; the model without limits
+    # guides as before, even with the split's largest class set below three. Optimum: A in p1 and B in p2,
+    # the plan without limits, 700.
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver, split
+
+    data = copy.deepcopy(FLIP3)
+    data["stability"] = {"max_configurations": 2}
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    assert not split.too_wide_to_split(model)
+    monkeypatch.setattr(driver, "configuration_relaxation", lambda *args, **kw: pytest.fail("relaxation taken"))
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(700)
 
 
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])

@@ -21,13 +21,13 @@ One place decides it, in this order:
    where it is the best.
 
 Under a time limit, when the model without stability limits cannot be
-solved to optimality in its share (a large model), or its plan breaks a
-limit that no exact split can take (a class with more than
-:data:`~optimizer.solve.split.MAX_SPLIT` candidates, a limit above one), no
+solved to optimality in its share (a large model), or its plan puts a
+class limited to one configuration on several and no exact split can take
+it (more than :data:`~optimizer.solve.split.MAX_SPLIT` candidates), no
 exact stable search follows: the configurations are fixed to those that plan (or, without a
 plan, the LP relaxation) uses most and the back end finds a first plan of
-that restriction. A model with no class the split can take does not solve
-the model without limits at all: the configuration relaxation
+that restriction. A model whose classes limited to one configuration are
+all too wide for the split does not solve the model without limits at all: the configuration relaxation
 (:func:`configuration_relaxation`) gives the bound and the configurations
 to fix instead. The back end's own search of the restriction improves it
 when the LP was cheap next to the limit, and each time that search proves
@@ -67,7 +67,7 @@ from .neighbourhood import training_support
 from .period_polish import polish_periods, recommit
 from .polish import ROUNDS, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap
-from .split import COMMITMENTS, configuration_use, exact_split, splittable, warm
+from .split import COMMITMENTS, configuration_use, exact_split, too_wide_to_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -382,16 +382,22 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     Under a time limit, if stage 1 stops on the limit (a large model), the
     configurations are fixed instead (:func:`_fixed_configurations`):
     those stage 1's plan uses most, or, without a plan, those of the LP
-    relaxation ``guide``. So too when stage 1's plan breaks a limit and no
-    split follows: stages 2 and 3 would first solve the model without
-    limits on to the requested gap, whose plan is not stable, and leave the
-    stable model the rest (q3 with the default catalog at 150 s: 77,964.77,
-    gap 27.4 %, against 77,495.74, 21.7 % on the fixed path). Stages 2 and 3
-    remain for a solve without a limit and for a stage-1 plan within its
-    limits. When the LP relaxation alone took more than
-    :data:`STAGES_MAX_LP_SHARE` of the time limit (``lp_seconds``), stage 1
-    is skipped: a MIP of the same size cannot be solved in its share, and
-    its bound adds little to the LP's (bench ×1: 0.45 % in 24 s).
+    relaxation ``guide``. So too when stage 1's plan puts a class limited
+    to one configuration on several and no split follows: stages 2 and 3
+    would first solve the model without limits on to the requested gap,
+    whose plan is not stable, and leave the stable model the rest (q3 with
+    the default catalog at 150 s: 77,964.77, gap 27.4 %, against 77,495.74,
+    21.7 % on the fixed path). Stages 2 and 3 remain for a solve without a
+    limit, and for a stage-1 plan within its limits or over limits above
+    one only (q3 with two configurations a class is proven that way in the
+    time). When every class limited to one configuration is too wide for
+    the split, stage 1 is the configuration relaxation
+    (:func:`configuration_relaxation`) instead, whose point chooses the
+    configurations to fix and whose bound proves. When the LP relaxation
+    alone took more than :data:`STAGES_MAX_LP_SHARE` of the time limit
+    (``lp_seconds``), stage 1 is skipped: a MIP of the same size cannot be
+    solved in its share, and its bound adds little to the LP's (bench ×1:
+    0.45 % in 24 s).
 
     On q3 the plan without limits puts the chat service on three
     configurations; the split proves the stable optimum in about 95 s where
@@ -403,7 +409,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source="the LP relaxation", lp_x=guide, executor=executor)
-    if time_limit is not None and not splittable(model):
+    if time_limit is not None and _relaxation_guides(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation chooses better and proves more (docs/performance.md,
         # "The configuration relaxation")
@@ -462,9 +468,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                    gap, threads, incumbent, executor, carried, first_gap=guide_gap)
     if split is not None:
         return split
-    if time_limit is not None and first.status.has_plan and _over_limits(model, first.x):
-        # no exact split applies (a class with more candidates than MAX_SPLIT, or limits above one) and the plan
-        # must be made stable: the same path as a model whose stage 1 stopped on the limit (docs/performance.md,
+    if time_limit is not None and first.status.has_plan and _over_single_limits(model, first.x):
+        # the plan puts a class limited to one configuration on several and no split took it (it has more than
+        # MAX_SPLIT candidates): the same path as a model whose stage 1 stopped on the limit. A plan over limits
+        # above one keeps stages 2 and 3, which prove a model of q3's size in the time (docs/performance.md,
         # "One path for every large model")
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         return _fixed_configurations(model, a, first.x, solver, left, gap, threads, first.bound,
@@ -570,12 +577,29 @@ def _raise_bound(result: SolveResult, bound: float | None) -> bool:
     return True
 
 
-def _over_limits(model: Model, x: np.ndarray) -> bool:
-    """Does the plan ``x`` put some request class on more configurations than its limit allows?"""
+def _relaxation_guides(model: Model) -> bool:
+    """Does the configuration relaxation replace the model without limits (under a time limit)?
+
+    When the model has request classes limited to one configuration and
+    the exact split can take none of them (each has more than
+    :data:`~optimizer.solve.split.MAX_SPLIT` candidates): the plan without
+    limits could then only choose the configurations to fix, and the
+    relaxation, whose floors hold for those classes, chooses better and
+    proves more. A model whose limits are all above one keeps the model
+    without limits: without floors the relaxation is little more than the
+    LP, and stages 2 and 3 prove such a model of q3's size in the time (q3
+    with two configurations a class at 60 s: proven optimal in 50 s that
+    way, 4.5 % left through the relaxation; docs/performance.md).
+    """
+    return too_wide_to_split(model)
+
+
+def _over_single_limits(model: Model, x: np.ndarray) -> bool:
+    """Does the plan ``x`` put a request class limited to one configuration on several?"""
     cu = configuration_use(model, x)
     used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
                                                                  limit=("max_configurations", "first"))
-    return bool((used["n"] > used["limit"]).any())
+    return bool(((used["limit"] == 1) & (used["n"] > 1)).any())
 
 
 def _most_used(model: Model, x: np.ndarray, extra: int | None = None, then: np.ndarray | None = None) -> np.ndarray:

@@ -78,16 +78,16 @@ def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
     return cu.merge(d.stability[["service", "max_configurations"]], on="service")
 
 
-def splittable(model: Model) -> bool:
-    """Has ``model`` a request class the exact split can take: limited to one configuration, with at most
-    :data:`MAX_SPLIT` candidates? (Without one, the plan without stability limits cannot lead to a split.)"""
+def too_wide_to_split(model: Model) -> bool:
+    """Has ``model`` request classes limited to one configuration, and none the exact split can take (each has
+    more than :data:`MAX_SPLIT` candidates)?"""
     mip, d = model.mip, model.data
     if "config-used" not in mip.variables:
         return False
     cu = mip.variables["config-used"].coords.reset_index(drop=True).merge(
         d.stability[["service", "max_configurations"]], on="service")
     sizes = cu[cu["max_configurations"] == 1].groupby(["service", "bucket"]).size()
-    return bool((sizes <= MAX_SPLIT).any())
+    return bool(len(sizes)) and bool((sizes > MAX_SPLIT).all())
 
 
 @dataclass
