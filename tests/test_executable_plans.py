@@ -1108,6 +1108,58 @@ def test_a_model_whose_limits_are_above_one_keeps_the_model_without_limits(tmp_p
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(700)
 
 
+@pytest.mark.parametrize("threads", [None, 1])
+def test_the_configuration_relaxation_with_whole_units_is_solved_beside_for_its_bound(tmp_path, monkeypatch,
+                                                                                       threads):
+    # FLIP with the split stood down, under a limit: the configuration relaxation guides; beside it, on the
+    # other CPU, the same relaxation with whole units, whose bound is taken at the end. Under --threads 1
+    # (one core asked for) nothing runs beside. Either way the optimum, 1,100, is proven.
+    from optimizer.solve import driver, split
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.configuration_relaxation
+    calls = []
+
+    def relaxation(*args, whole=("config-used",), **kw):
+        calls.append(tuple(whole))
+        return real(*args, whole=whole, **kw)
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, threads, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    units = ("config-used", "units-running", "units-reserved", "units-owned-new")
+    assert sorted(calls) == (sorted([("config-used",), units]) if threads is None else [("config-used",)])
+
+
+def test_the_bound_solved_beside_proves_where_it_is_the_best():
+    # A plan of 1,100 with a bound of 900 (its search stopped on its limit): the relaxation with whole units
+    # proved 1,100, so the plan is optimal and the message names that bound. A bound below 900 changes
+    # nothing; one above the plan beyond round-off is a numerical failure, not a proof.
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    def plan():
+        return SolveResult(Status.FEASIBLE, "highs", objective=1_100.0, bound=900.0, gap=200 / 1_100,
+                           message="time limit: fixed" + driver.BOUND_NAMED.format("that of the LP relaxation"))
+
+    r = plan()
+    driver._held_bound(r, SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0), 1e-6)
+    assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100) and r.gap == pytest.approx(0)
+    assert r.message == ("time limit: fixed (the bound is the configuration relaxation with whole units, "
+                         "solved beside)")
+    r = plan()
+    driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0), 1e-6)
+    assert r.status == Status.FEASIBLE and r.bound == 900.0 and "that of the LP relaxation" in r.message
+    r = plan()
+    driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0), 1e-6)
+    assert r.status == Status.FEASIBLE and r.bound == 900.0
+
+
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])
 def test_every_back_end_solves_the_configuration_relaxation(tmp_path, monkeypatch, solver):
     # the same path on the other back ends: the relaxation chooses A, whose restriction's plan, 1,100, its

@@ -279,6 +279,10 @@ def test_the_configuration_relaxation_takes_whole_configurations_where_the_lp_ta
     r = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(150) and r.bound == pytest.approx(150)
     assert optimum(model) == pytest.approx(150)
+    # with whole units too: one whole B unit, 150 again
+    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
+                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    assert units.objective == pytest.approx(150)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -292,7 +296,10 @@ def test_generated_configuration_relaxation_bounds_the_stable_optimum(seed):
     a = model.mip.arrays()
     stable = backend_solve(None, solver="highs", arrays=a, gap=1e-9)
     relaxed = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
+                                            whole=("config-used",) + driver.UNIT_FAMILIES)
     floored = backend_solve(None, solver="highs", arrays=a.with_rows(
         config_floor(model.mip, model.data, model.vars)).relaxed())
-    assert stable.status == relaxed.status == Status.OPTIMAL
-    assert floored.objective - 1e-6 <= relaxed.objective <= stable.objective * (1 + 1e-7)
+    assert stable.status == relaxed.status == units.status == Status.OPTIMAL
+    assert floored.objective - 1e-6 <= relaxed.objective <= units.objective * (1 + 1e-7)
+    assert units.objective <= stable.objective * (1 + 1e-7)

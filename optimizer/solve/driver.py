@@ -65,7 +65,7 @@ from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background
 from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import polish_periods, recommit
-from .polish import ROUNDS, polish, restrict
+from .polish import ROUNDS, UNIT_FAMILIES, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap
 from .split import COMMITMENTS, configuration_use, exact_split, too_wide_to_split, warm
 
@@ -94,6 +94,10 @@ BOUND_BESIDE = True
 #: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
 #: with all; docs/performance.md, "Configuration floors")
 BESIDE_SHARE = 0.25
+#: while the configuration relaxation guides (:func:`solve_stable`), the same relaxation with whole units is solved
+#: beside it on the CPU it leaves idle, for its bound (:func:`_units_beside`; q3 + default catalog at 60 s: bound
+#: 61,146 -> 62,862; docs/performance.md, "The configuration relaxation")
+UNITS_BESIDE = True
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
@@ -148,8 +152,9 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 
 def configuration_relaxation(model: Model, a, solver: str, time_limit: float | None, gap: float,
-                             threads: int | None) -> SolveResult:
-    """The stable model with its configuration floors and every integrality but ``config-used``'s dropped.
+                             threads: int | None, whole: Sequence[str] = ("config-used",)) -> SolveResult:
+    """The stable model with its configuration floors and every integrality but ``config-used``'s dropped
+    (and that of the other variable blocks named in ``whole``).
 
     A relaxation of the stable model: the floors
     (:func:`optimizer.model.strengthen.config_floor`) hold for every stable
@@ -166,14 +171,23 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
     77,357.96 or 84,048.89; docs/performance.md, "The configuration
     relaxation").
 
+    With the units held whole too (``whole`` adding
+    :data:`~optimizer.solve.polish.UNIT_FAMILIES`) it is slower to solve
+    and its bound higher (q3 with the default catalog after 29 s: 62,862
+    against 61,146; ×4 demand: 258,213 against 244,668): the solve driver
+    runs that one beside it on a CPU of its own for its bound
+    (:data:`UNITS_BESIDE`).
+
     CP-SAT takes no continuous column; HiGHS solves it for that back end,
     as it does the LP relaxation.
     """
     mip = model.mip
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
     integer = np.zeros_like(floors.integer)
-    ids = mip.variables["config-used"].ids
-    integer[ids] = floors.integer[ids]
+    for name in whole:
+        if name in mip.variables:
+            ids = mip.variables[name].ids
+            integer[ids] = floors.integer[ids]
     return backend_solve(mip, solver="highs" if solver == "cp-sat" else solver, time_limit=time_limit, gap=gap,
                          threads=threads, arrays=dataclasses.replace(floors, integer=integer))
 
@@ -413,18 +427,28 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation chooses better and proves more (docs/performance.md,
         # "The configuration relaxation")
-        first = configuration_relaxation(model, a, solver, _share(time_limit, 0.0, STAGE_SHARE["unlimited"]),
-                                         gap, threads)
+        share = _share(time_limit, 0.0, STAGE_SHARE["unlimited"])
+        # the same relaxation with whole units, on the CPU the first leaves idle, for its bound only (its point
+        # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog). It runs
+        # on while the configurations are fixed and searched, and its bound is taken at the end
+        units = _units_beside(model, a, solver, share, gap, threads)
+        first = configuration_relaxation(model, a, solver, share, gap, threads)
         if first.status == Status.INFEASIBLE:
+            if units is not None:
+                units.result()
             first.message = ("no plan meets every constraint with each request class on at most its limit of "
                              "configurations (the configuration relaxation is infeasible)")
             return first
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         has = first.status.has_plan
-        return _fixed_configurations(model, a, first.x if has else guide, solver, left, gap, threads, first.bound,
-                                     first.solve_seconds, source="the configuration relaxation" if has
-                                     else "the LP relaxation", lp_x=guide, executor=executor, search=True,
-                                     root=first.root_bound)
+        result = _fixed_configurations(model, a, first.x if has else guide, solver, left, gap, threads,
+                                       first.bound, first.solve_seconds,
+                                       source="the configuration relaxation" if has else "the LP relaxation",
+                                       lp_x=guide, executor=executor, search=True, root=first.root_bound,
+                                       busy=units)
+        if units is not None:
+            _held_bound(result, units.result(), gap)
+        return result
     ids = mip.variables["config-used"].ids
 
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
@@ -631,6 +655,38 @@ class _Beside:
         finally:
             self.pool.close()
 
+    def done(self) -> bool:
+        return self.future.done()
+
+
+def _held_bound(result: SolveResult, held: SolveResult, gap: float) -> None:
+    """Prove ``result`` with the bound of the configuration relaxation with whole units (``held``, solved
+    beside) where that is the best; the message and the root bound say so."""
+    if held.status == Status.INFEASIBLE or held.bound is None or not result.status.has_plan:
+        return
+    if bound_error(result.objective, held.bound):  # above a plan's cost: round-off, never a proof
+        return
+    result.root_bound = best_root([result.root_bound, held.root_bound], max(held.bound, result.bound or -np.inf))
+    if _raise_bound(result, held.bound):
+        result.message = (_BOUND_NAMED.sub("", result.message) +
+                          BOUND_NAMED.format("the configuration relaxation with whole units, solved beside"))
+        if result.gap is not None and result.gap <= gap + 1e-12 and result.status == Status.FEASIBLE:
+            result.status = Status.OPTIMAL
+
+
+def _units_beside(model: Model, a, solver: str, time_limit: float | None, gap: float,
+                  threads: int | None) -> _Beside | None:
+    """The configuration relaxation with whole units (:func:`configuration_relaxation`) solved on a CPU of its
+    own for ``time_limit`` seconds, or None: HiGHS solves the configuration relaxation on one thread, so the
+    second CPU is free while it runs. HiGHS only, on a machine of two CPUs or more, and not when the caller
+    asked for one thread (:data:`UNITS_BESIDE`)."""
+    if not UNITS_BESIDE or solver != "highs" or threads == 1 or cpus() < 2:
+        return None
+    pool = Threads(1, initializer=one_thread)
+    future = pool.submit(lambda _: configuration_relaxation(model, a, solver, time_limit, gap, 1,
+                                                            whole=("config-used",) + UNIT_FAMILIES), None)
+    return _Beside(pool, future)
+
 
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
                   threads: int | None) -> _Beside | None:
@@ -698,7 +754,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
-                          root: float | None = None) -> SolveResult:
+                          root: float | None = None, busy: "_Beside | None" = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -735,9 +791,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
        limit).
 
     Every plan here is a stable plan. The bound reported is the better of
-    ``bound`` (the model without stability limits; the driver raises it to
-    the LP relaxation's where that is higher) and the whole stable model's
-    own bound from step 3; the restriction's and the rounds' bounds prove
+    ``bound`` (the model without stability limits, or the configuration
+    relaxation; the driver raises it to the LP relaxation's where that is
+    higher), the search beside's and the whole stable model's own bound
+    from step 3; the restriction's and the rounds' bounds prove
     nothing for the stable model. The root bound reported is the better of
     ``root`` (the model without limits' root) and the whole stable model's
     root, never the restriction's.
@@ -798,8 +855,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
+        # one search beside at a time: not while the caller's still runs on the second CPU (``busy``)
         beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads)
-                  if search and open_gap(best_obj) else None)
+                  if search and open_gap(best_obj) and (busy is None or busy.done()) else None)
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
