@@ -1158,6 +1158,10 @@ def test_the_bound_solved_beside_proves_where_it_is_the_best():
     r = plan()
     driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0
+    # a relaxation that reports no plan where the plan exists is numerical trouble: said, not used
+    r = plan()
+    driver._held_bound(r, SolveResult(Status.INFEASIBLE, "highs"), 1e-6)
+    assert r.status == Status.FEASIBLE and r.bound == 900.0 and "reported no plan where one exists" in r.message
 
 
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])

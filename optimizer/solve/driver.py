@@ -24,10 +24,11 @@ Under a time limit, when the model without stability limits cannot be
 solved to optimality in its share (a large model), or its plan puts a
 class limited to one configuration on several and no exact split can take
 it (more than :data:`~optimizer.solve.split.MAX_SPLIT` candidates), no
-exact stable search follows: the configurations are fixed to those that plan (or, without a
-plan, the LP relaxation) uses most and the back end finds a first plan of
-that restriction. A model whose classes limited to one configuration are
-all too wide for the split does not solve the model without limits at all: the configuration relaxation
+exact stable search follows: the configurations are fixed to those that
+plan (or, without a plan, the LP relaxation) uses most and the back end
+finds a first plan of that restriction. A model whose classes limited to
+one configuration are all too wide for the split does not solve the model
+without limits at all: the configuration relaxation
 (:func:`configuration_relaxation`) gives the bound and the configurations
 to fix instead. The back end's own search of the restriction improves it
 when the LP was cheap next to the limit, and each time that search proves
@@ -662,7 +663,13 @@ class _Beside:
 def _held_bound(result: SolveResult, held: SolveResult, gap: float) -> None:
     """Prove ``result`` with the bound of the configuration relaxation with whole units (``held``, solved
     beside) where that is the best; the message and the root bound say so."""
-    if held.status == Status.INFEASIBLE or held.bound is None or not result.status.has_plan:
+    if not result.status.has_plan:
+        return
+    if held.status == Status.INFEASIBLE:  # a relaxation of a model with a plan: numerical trouble, said so
+        result.message += ("; the configuration relaxation with whole units, solved beside, reported no plan "
+                           "where one exists: its result is not used")
+        return
+    if held.bound is None:
         return
     if bound_error(result.objective, held.bound):  # above a plan's cost: round-off, never a proof
         return
@@ -754,7 +761,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
-                          root: float | None = None, busy: "_Beside | None" = None) -> SolveResult:
+                          root: float | None = None, busy: _Beside | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
