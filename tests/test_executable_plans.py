@@ -45,6 +45,21 @@ def spy_on_solves(monkeypatch, spy) -> None:
     monkeypatch.setattr(driver, "first_plan", one_after_the_other)
 
 
+def spy_on_fixed_path(monkeypatch) -> list[tuple]:
+    """Every hand-over to the driver's fixed-configuration path, as (its ``source``, its ``search``), in order."""
+    from optimizer.solve import driver
+
+    handed = []
+    real = driver._fixed_configurations
+
+    def spy(*args, **kw):
+        handed.append((kw.get("source"), kw.get("search")))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(driver, "_fixed_configurations", spy)
+    return handed
+
+
 MONTH = [{"name": "m0", "hours": 730, "month": 0}]
 QUARTER = [{"name": f"m{i}", "hours": 730, "month": i} for i in range(3)]
 
@@ -725,14 +740,7 @@ def test_a_stage_without_limits_stopped_on_the_limit_hands_a_searchable_model_on
         return out
 
     spy_on_solves(monkeypatch, spy)
-    handed = []
-    real_fixed = driver._fixed_configurations
-
-    def fixed_spy(*args, **kw):
-        handed.append((kw.get("source"), kw.get("search")))
-        return real_fixed(*args, **kw)
-
-    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    handed = spy_on_fixed_path(monkeypatch)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert handed == [("the plan without stability limits", True)]
     assert r.objective == pytest.approx(1_100)
@@ -960,14 +968,7 @@ def test_under_a_limit_a_plan_over_its_limits_that_no_split_can_take_goes_to_the
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
-    handed = []
-    real_fixed = driver._fixed_configurations
-
-    def fixed_spy(*args, **kw):
-        handed.append((kw.get("source"), kw.get("search")))
-        return real_fixed(*args, **kw)
-
-    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    handed = spy_on_fixed_path(monkeypatch)
     lp = driver.relaxation(model)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)
@@ -1039,14 +1040,7 @@ def test_without_a_class_the_split_can_take_the_configuration_relaxation_guides_
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
     assert split.too_wide_to_split(model)
-    handed = []
-    real_fixed = driver._fixed_configurations
-
-    def fixed_spy(*args, **kw):
-        handed.append((kw.get("source"), kw.get("search")))
-        return real_fixed(*args, **kw)
-
-    monkeypatch.setattr(driver, "_fixed_configurations", fixed_spy)
+    handed = spy_on_fixed_path(monkeypatch)
     lp = driver.relaxation(model)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)

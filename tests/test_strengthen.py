@@ -232,7 +232,7 @@ def test_config_floor_makes_the_lp_pay_for_a_whole_configuration(tmp_path):
 
 
 @pytest.mark.parametrize("seed", [0, 3])
-def test_generated_optimum_same_with_and_without_config_floor(seed):
+def test_generated_optimum_same_with_and_without_config_floor_and_the_relaxations_below_it(seed):
     # bench's generator at 5 %: stability limits of one configuration, buckets, training, commitments
     from optimizer.model.strengthen import config_floor
     from optimizer.solve.backends import solve as backend_solve
@@ -247,7 +247,16 @@ def test_generated_optimum_same_with_and_without_config_floor(seed):
     assert plain.status == floored.status == Status.OPTIMAL
     assert floored.objective == pytest.approx(plain.objective, rel=1e-7)
     lp_plain = backend_solve(None, solver="highs", arrays=a.relaxed()).objective
-    assert backend_solve(None, solver="highs", arrays=a.with_rows(rows).relaxed()).objective >= lp_plain - 1e-6
+    lp_floored = backend_solve(None, solver="highs", arrays=a.with_rows(rows).relaxed()).objective
+    assert lp_floored >= lp_plain - 1e-6
+    # the configuration relaxations, only config-used whole and with whole units too: between the LP with the
+    # floors and the stable optimum
+    relaxed = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
+                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    assert relaxed.status == units.status == Status.OPTIMAL
+    assert lp_floored - 1e-6 <= relaxed.objective <= units.objective * (1 + 1e-7)
+    assert units.objective <= plain.objective * (1 + 1e-7)
 
 
 # --- the configuration relaxation (the fixed-configuration path's guide and bound) ---------------------------
@@ -283,23 +292,3 @@ def test_the_configuration_relaxation_takes_whole_configurations_where_the_lp_ta
     units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
                                             whole=("config-used",) + driver.UNIT_FAMILIES)
     assert units.objective == pytest.approx(150)
-
-
-@pytest.mark.parametrize("seed", [0, 3])
-def test_generated_configuration_relaxation_bounds_the_stable_optimum(seed):
-    # a relaxation: never above the stable optimum, never below the LP with the floors
-    from optimizer.model.strengthen import config_floor
-    from optimizer.solve.backends import solve as backend_solve
-
-    pr = generated(scale=0.05, seed=seed, weeks=2, regions=1)
-    model = presolve.build(pr, build_candidates(pr))
-    a = model.mip.arrays()
-    stable = backend_solve(None, solver="highs", arrays=a, gap=1e-9)
-    relaxed = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
-    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
-                                            whole=("config-used",) + driver.UNIT_FAMILIES)
-    floored = backend_solve(None, solver="highs", arrays=a.with_rows(
-        config_floor(model.mip, model.data, model.vars)).relaxed())
-    assert stable.status == relaxed.status == units.status == Status.OPTIMAL
-    assert floored.objective - 1e-6 <= relaxed.objective <= units.objective * (1 + 1e-7)
-    assert units.objective <= stable.objective * (1 + 1e-7)
