@@ -224,3 +224,10 @@ def test_the_periods_bound_takes_the_place_of_the_bound_named_before():
     assert r.bound == pytest.approx(80.0) and r.gap == pytest.approx(0.2)
     assert r.message == ("time limit: a heuristic plan; the bound is the periods solved apart (2 period models on "
                          "2 workers, 1 of them at their LP bound (not proven above it in time))")
+    assert r.status == Status.FEASIBLE
+    # proving 100, the plan is optimal, and its message starts so
+    r = SolveResult(Status.FEASIBLE, "highs", objective=100.0, bound=50.0, gap=0.5,
+                    message="time limit: a heuristic plan" + driver.BOUND_NAMED.format("the LP's"))
+    driver._apply_decomposition(r, decompose.DecompositionBound(100.0, periods, 0.0, 0.0, 2, 0.0), 1e-6)
+    assert r.status == Status.OPTIMAL and r.gap == pytest.approx(0.0)
+    assert r.message.startswith("optimal: a heuristic plan; the bound is the periods solved apart")

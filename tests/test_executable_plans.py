@@ -1144,7 +1144,7 @@ def test_the_bound_solved_beside_proves_where_it_is_the_best():
     r = plan()
     driver._held_bound(r, SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0), 1e-6)
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100) and r.gap == pytest.approx(0)
-    assert r.message == ("time limit: fixed (the bound is the configuration relaxation with whole units, "
+    assert r.message == ("optimal: fixed (the bound is the configuration relaxation with whole units, "
                          "solved beside)")
     r = plan()
     driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0), 1e-6)

@@ -334,6 +334,8 @@ def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None,
 #: the clause by which a heuristic path's message names the source of its bound (:func:`_fixed_configurations`);
 #: a better bound found later (:func:`_apply_decomposition`) takes its place, so the message names one source
 BOUND_NAMED = " (the bound is {})"
+#: how the message of a plan returned on the time limit starts
+TIME_LIMIT_SAID = "time limit: "
 #: that clause in a message, whatever source it names (derived from it, so the two cannot drift apart)
 _BOUND_NAMED = re.compile(re.escape(BOUND_NAMED).replace(re.escape("{}"), "[^()]*"))
 
@@ -354,8 +356,17 @@ def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound,
     result.decomposition_bound = dec.bound
     if _raise_bound(result, dec.bound):
         result.message = _BOUND_NAMED.sub("", result.message) + f"; the bound is the periods solved apart ({how})"
-        if result.gap is not None and result.gap <= gap + 1e-12 and result.status == Status.FEASIBLE:
-            result.status = Status.OPTIMAL
+        _proven_if_within(result, gap)
+
+
+def _proven_if_within(result: SolveResult, gap: float) -> None:
+    """A plan whose gap a bound found after its search closed is optimal: its status says so, and so does the
+    start of its message (``time limit: ...`` becomes ``optimal: ...``)."""
+    if result.gap is None or result.gap > gap + 1e-12 or result.status != Status.FEASIBLE:
+        return
+    result.status = Status.OPTIMAL
+    if result.message.startswith(TIME_LIMIT_SAID):
+        result.message = "optimal: " + result.message[len(TIME_LIMIT_SAID):]
 
 
 def _share(left: float | None, spent: float, share: float) -> float | None:
@@ -677,8 +688,7 @@ def _held_bound(result: SolveResult, held: SolveResult, gap: float) -> None:
     if _raise_bound(result, held.bound):
         result.message = (_BOUND_NAMED.sub("", result.message) +
                           BOUND_NAMED.format("the configuration relaxation with whole units, solved beside"))
-        if result.gap is not None and result.gap <= gap + 1e-12 and result.status == Status.FEASIBLE:
-            result.status = Status.OPTIMAL
+        _proven_if_within(result, gap)
 
 
 def _units_beside(model: Model, a, solver: str, time_limit: float | None, gap: float,
@@ -972,6 +982,6 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.root_bound = best_root(roots, result.bound)
     proven = result.gap is not None and result.gap <= gap + 1e-12
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
-    result.message = (("optimal" if proven else "time limit") + ": " + "; ".join(steps) +
+    result.message = (("optimal: " if proven else TIME_LIMIT_SAID) + "; ".join(steps) +
                       ("" if proven else BOUND_NAMED.format(proof_from)))
     return result
