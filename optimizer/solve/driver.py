@@ -68,7 +68,7 @@ from .neighbourhood import training_support
 from .period_polish import polish_periods, recommit
 from .polish import ROUNDS, UNIT_FAMILIES, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap
-from .split import COMMITMENTS, configuration_use, exact_split, too_wide_to_split, warm
+from .split import COMMITMENTS, configuration_use, exact_split, over_one, too_wide_to_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -76,8 +76,9 @@ AFTER_SOLVE_PER_BUILD = 1.5
 #: the solver always gets at least this share of the limit, however slow the build
 MIN_SOLVER_SHARE = 0.25
 #: under a time limit, the share of what is left that each stage of :func:`solve_stable` may use
-#: before the next starts (the last stage gets the rest)
-STAGE_SHARE = {"unlimited": 0.5, "restricted": 0.5}
+#: before the next starts (the last stage gets the rest); stage 1 is the model without stability limits, or the
+#: configuration relaxation
+STAGE_SHARE = {"first": 0.5, "restricted": 0.5}
 #: stage 2 of :func:`solve_stable` keeps, per request class, the N most used configurations and this many
 #: more, for the solver to choose from (the most used alone can be the wrong choice when the plan
 #: without limits mixes them)
@@ -435,11 +436,15 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source="the LP relaxation", lp_x=guide, executor=executor)
-    if time_limit is not None and _relaxation_guides(model):
+    if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
-        # fix, and the configuration relaxation chooses better and proves more (docs/performance.md,
+        # fix, and the configuration relaxation, whose floors hold for the classes limited to one
+        # configuration, chooses better and proves more. A model whose limits are all above one has no such
+        # class and keeps the model without limits: without floors the relaxation is little more than the LP,
+        # and stages 2 and 3 prove a model of q3's size in the time (q3 with two configurations a class at
+        # 60 s: proven optimal in 50 s that way, a 4.5 % gap left through the relaxation; docs/performance.md,
         # "The configuration relaxation")
-        share = _share(time_limit, 0.0, STAGE_SHARE["unlimited"])
+        share = _share(time_limit, 0.0, STAGE_SHARE["first"])
         # the same relaxation with whole units, on the CPU the first leaves idle, for its bound only (its point
         # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog). It runs
         # on while the configurations are fixed and searched, and its bound is taken at the end
@@ -485,7 +490,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if incumbent is not None:  # a stable plan is a plan of the model without limits, with every configuration on
         known_x = incumbent.x.copy()
         known_x[ids] = 1.0
-    first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["unlimited"]),
+    first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["first"]),
                           gap=guide_gap, threads=threads, arrays=free, start=known_x)
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
@@ -504,7 +509,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                    gap, threads, incumbent, executor, carried, first_gap=guide_gap)
     if split is not None:
         return split
-    if time_limit is not None and first.status.has_plan and _over_single_limits(model, first.x):
+    if time_limit is not None and first.status.has_plan and not over_one(configuration_use(model, first.x)).empty:
         # the plan puts a class limited to one configuration on several and no split took it (it has more than
         # MAX_SPLIT candidates): the same path as a model whose stage 1 stopped on the limit. A plan over limits
         # above one keeps stages 2 and 3, which prove a model of q3's size in the time (docs/performance.md,
@@ -517,7 +522,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # no split: the plan without limits must prove by itself (stages 2 and 3 aim at its bound), so it
         # is solved on to the requested gap, from the guide
         again = backend_solve(mip, solver=solver, gap=gap, threads=threads, arrays=free, start=first.x,
-                              time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["unlimited"]))
+                              time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["first"]))
         again.solve_seconds += first.solve_seconds
         # each run's bound is a proof: the better one stands, whichever plan is kept (a run stopped on its
         # limit may report less than the guide proved before it)
@@ -613,31 +618,6 @@ def _raise_bound(result: SolveResult, bound: float | None) -> bool:
     return True
 
 
-def _relaxation_guides(model: Model) -> bool:
-    """Does the configuration relaxation replace the model without limits (under a time limit)?
-
-    When the model has request classes limited to one configuration and
-    the exact split can take none of them (each has more than
-    :data:`~optimizer.solve.split.MAX_SPLIT` candidates): the plan without
-    limits could then only choose the configurations to fix, and the
-    relaxation, whose floors hold for those classes, chooses better and
-    proves more. A model whose limits are all above one keeps the model
-    without limits: without floors the relaxation is little more than the
-    LP, and stages 2 and 3 prove such a model of q3's size in the time (q3
-    with two configurations a class at 60 s: proven optimal in 50 s that
-    way, 4.5 % left through the relaxation; docs/performance.md).
-    """
-    return too_wide_to_split(model)
-
-
-def _over_single_limits(model: Model, x: np.ndarray) -> bool:
-    """Does the plan ``x`` put a request class limited to one configuration on several?"""
-    cu = configuration_use(model, x)
-    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
-                                                                 limit=("max_configurations", "first"))
-    return bool(((used["limit"] == 1) & (used["n"] > 1)).any())
-
-
 def _most_used(model: Model, x: np.ndarray, extra: int | None = None, then: np.ndarray | None = None) -> np.ndarray:
     """Per ``config-used`` variable: is its configuration among the N most used for its request class?
 
@@ -670,6 +650,15 @@ class _Beside:
     def done(self) -> bool:
         return self.future.done()
 
+    @classmethod
+    def start(cls, solver: str, threads: int | None, run) -> _Beside | None:
+        """``run()`` (a solve) on a thread of its own, its HiGHS runs on one thread; None where nothing may
+        run beside the caller's solve: another back end, a machine of one CPU, or one thread asked for."""
+        if solver != "highs" or threads == 1 or cpus() < 2:
+            return None
+        pool = Threads(1, initializer=one_thread)
+        return cls(pool, pool.submit(lambda _: run(), None))
+
 
 def _held_bound(result: SolveResult, held: SolveResult, gap: float) -> None:
     """Prove ``result`` with the bound of the configuration relaxation with whole units (``held``, solved
@@ -684,8 +673,9 @@ def _held_bound(result: SolveResult, held: SolveResult, gap: float) -> None:
         return
     if bound_error(result.objective, held.bound):  # above a plan's cost: round-off, never a proof
         return
-    result.root_bound = best_root([result.root_bound, held.root_bound], max(held.bound, result.bound or -np.inf))
-    if _raise_bound(result, held.bound):
+    raised = _raise_bound(result, held.bound)
+    result.root_bound = best_root([result.root_bound, held.root_bound], result.bound)
+    if raised:
         result.message = (_BOUND_NAMED.sub("", result.message) +
                           BOUND_NAMED.format("the configuration relaxation with whole units, solved beside"))
         _proven_if_within(result, gap)
@@ -697,12 +687,10 @@ def _units_beside(model: Model, a, solver: str, time_limit: float | None, gap: f
     own for ``time_limit`` seconds, or None: HiGHS solves the configuration relaxation on one thread, so the
     second CPU is free while it runs. HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`UNITS_BESIDE`)."""
-    if not UNITS_BESIDE or solver != "highs" or threads == 1 or cpus() < 2:
+    if not UNITS_BESIDE:
         return None
-    pool = Threads(1, initializer=one_thread)
-    future = pool.submit(lambda _: configuration_relaxation(model, a, solver, time_limit, gap, 1,
-                                                            whole=("config-used",) + UNIT_FAMILIES), None)
-    return _Beside(pool, future)
+    return _Beside.start(solver, threads, lambda: configuration_relaxation(
+        model, a, solver, time_limit, gap, 1, whole=("config-used",) + UNIT_FAMILIES))
 
 
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
@@ -720,13 +708,11 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`BOUND_BESIDE`).
     """
-    if not BOUND_BESIDE or solver != "highs" or threads == 1 or cpus() < 2 or time_limit < 1.0:
+    if not BOUND_BESIDE or time_limit < 1.0:
         return None
     floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
-    pool = Threads(1, initializer=one_thread)
-    future = pool.submit(lambda _: backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap,
-                                                 threads=1, start=x, arrays=floors), None)
-    return _Beside(pool, future)
+    return _Beside.start(solver, threads, lambda: backend_solve(model.mip, solver=solver, time_limit=time_limit,
+                                                                gap=gap, threads=1, start=x, arrays=floors))
 
 
 def _widened(model: Model, a, x: np.ndarray, extra: int, then: np.ndarray | None = None):

@@ -78,6 +78,18 @@ def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
     return cu.merge(d.stability[["service", "max_configurations"]], on="service")
 
 
+def over_one(cu: pd.DataFrame) -> pd.DataFrame:
+    """The request classes limited to one configuration that a plan puts on several, those on the most first.
+
+    ``cu``: the plan's :func:`configuration_use`. Indexed by (service,
+    bucket); column ``n``, the configurations the plan uses.
+    """
+    used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
+                                                                 limit=("max_configurations", "first"))
+    return used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False,
+                                                                                 kind="stable")
+
+
 def too_wide_to_split(model: Model) -> bool:
     """Has ``model`` request classes limited to one configuration, and none the exact split can take (each has
     more than :data:`MAX_SPLIT` candidates)?"""
@@ -124,10 +136,7 @@ def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray |
         limits = cu.groupby(["service", "bucket"])["max_configurations"].first()
         over = limits[[f"{s}/{b}" in only and n == 1 for (s, b), n in limits.items()]]
     else:
-        used = cu[cu["use"] > 1e-9].groupby(["service", "bucket"]).agg(n=("config", "nunique"),
-                                                                     limit=("max_configurations", "first"))
-        over = used[(used["n"] > used["limit"]) & (used["limit"] == 1)].sort_values("n", ascending=False,
-                                                                                     kind="stable")
+        over = over_one(cu)
     out = []
     for service, bucket in over.index:
         mine = ((cu["service"] == service) & (cu["bucket"] == bucket)).to_numpy()
