@@ -957,24 +957,36 @@ def test_a_restriction_within_the_gap_reports_the_relaxations_bound_not_its_own(
     assert r.root_bound is None or r.root_bound <= 700 + 1e-6
 
 
-def test_under_a_limit_a_plan_over_its_limits_that_no_split_can_take_goes_to_the_fixed_configurations(
-        tmp_path, monkeypatch):
-    # FLIP's plan without limits (700) puts chat on A and B, over its limit of one. With the split stood down
-    # (as for a class of more than MAX_SPLIT candidates) and a time limit, that plan is handed to the
-    # fixed-configuration path, as when the model without limits stops on the limit: B fixed (used most,
-    # 1,200), widened to A or B (1,100), which the whole stable model proves. Stages 2 and 3 would first
-    # solve the model without limits on to the requested gap, whose plan is not stable.
-    from optimizer.solve import driver
+@pytest.mark.parametrize("stood_down, source", [("split", "the plan without stability limits"),
+                                                ("class too wide", "the configuration relaxation")])
+def test_under_a_limit_a_class_no_split_can_take_goes_to_the_fixed_configurations(tmp_path, monkeypatch,
+                                                                                   stood_down, source):
+    # FLIP's plan without limits (700) puts chat on A and B, over its limit of one. Under a time limit:
+    # - the split stood down (as for a class of more than MAX_SPLIT candidates, found only after the model
+    #   without limits): that plan is handed to the fixed-configuration path, as when the model without limits
+    #   stops on the limit: B fixed (used most, 1,200), widened to A or B (1,100), which the whole stable model
+    #   proves. Stages 2 and 3 would first solve the model without limits on to the requested gap, whose plan
+    #   is not stable;
+    # - the split's largest class set below chat's two candidates (the class known too wide before solving):
+    #   the model without limits is not solved; the configuration relaxation (only config-used whole, the
+    #   floors on) chooses A (1,100, against B's 1,200: tests/test_strengthen.py works it by hand) and its
+    #   bound, 1,100, proves the restriction's plan.
+    from optimizer.solve import driver, split
 
     model, a, _ = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
+    if stood_down == "split":
+        monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
+    else:
+        monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    assert split.too_wide_to_split(model) is (stood_down == "class too wide")
     handed = spy_on_fixed_path(monkeypatch)
     lp = driver.relaxation(model)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)
-    assert handed == [("the plan without stability limits", True)]
+    assert handed == [(source, True)]
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert f"configurations fixed to those {source} uses most" in r.message
     # without a limit, stages 2 and 3 (they end in the whole stable model's proof, however long it takes)
     r = driver.solve_stable(model, "highs", None, 1e-9, None, guide=lp.x)
     assert len(handed) == 1 and r.objective == pytest.approx(1_100)
@@ -1030,38 +1042,16 @@ def test_the_bound_of_the_model_without_limits_is_kept_when_solving_it_on_proves
     assert r.bound == pytest.approx(700) and r.gap == pytest.approx(400 / 1_100)
 
 
-def test_without_a_class_the_split_can_take_the_configuration_relaxation_guides_and_bounds(tmp_path, monkeypatch):
-    # FLIP with the split's largest class set below chat's two candidates (as for a class of more than
-    # MAX_SPLIT): under a time limit the model without limits is not solved; the configuration relaxation
-    # (only config-used whole, the floors on) chooses A (1,100, against B's 1,200:
-    # tests/test_strengthen.py works it by hand) and its bound, 1,100, proves the restriction's plan.
-    from optimizer.solve import driver, split
-
-    model, a, _ = flip_unlimited(tmp_path)
-    monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    assert split.too_wide_to_split(model)
-    handed = spy_on_fixed_path(monkeypatch)
-    lp = driver.relaxation(model)
-    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
-    assert_plan_audited(model, r)
-    assert handed == [("the configuration relaxation", True)]
-    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
-    assert r.bound == pytest.approx(1_100, rel=1e-6)
-    assert "configurations fixed to those the configuration relaxation uses most" in r.message
-    # without a time limit the stages prove it as before (no configuration relaxation)
-    r = driver.solve_stable(model, "highs", None, 1e-9, None, guide=lp.x)
-    assert len(handed) == 1 and r.objective == pytest.approx(1_100)
-
-
 @pytest.mark.parametrize("limit, over_single", [(1, True), (2, False)])
 def test_only_a_class_limited_to_one_configuration_on_several_sends_a_plan_to_the_fixed_path(
         tmp_path, limit, over_single):
     # FLIP3's model without limits, with a replica of C forced in p1 and one of A in p2: its plan uses C in
-    # p1, B and A in p2, three configurations. Over a limit of one, the fixed-configuration path takes it (no split can); over a limit
-    # of two only, stages 2 and 3 do, as they prove such a model of q3's size in the time.
+    # p1, B and A in p2, three configurations. Over a limit of one, the fixed-configuration path takes it (no
+    # split can); over a limit of two only, stages 2 and 3 do, as they prove such a model of q3's size in the
+    # time.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
-    from optimizer.solve import driver
+    from optimizer.solve import driver, split
 
     data = copy.deepcopy(FLIP3)
     data["stability"] = {"max_configurations": limit}
@@ -1078,7 +1068,7 @@ def test_only_a_class_limited_to_one_configuration_on_several_sends_a_plan_to_th
     plan = driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
     use = driver.configuration_use(model, plan.x)
     assert (use["use"] > 1e-9).sum() == 3
-    assert driver._over_single_limits(model, plan.x) is over_single
+    assert (not split.over_one(driver.configuration_use(model, plan.x)).empty) is over_single
 
 
 def test_a_model_whose_limits_are_above_one_keeps_the_model_without_limits(tmp_path, monkeypatch):
