@@ -1132,20 +1132,59 @@ def test_the_bound_solved_beside_proves_where_it_is_the_best():
                            message="time limit: fixed" + driver.BOUND_NAMED.format("that of the LP relaxation"))
 
     r = plan()
-    driver._held_bound(r, SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0), 1e-6)
+    driver._held_bound(r, (SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0),
+                           driver.HELD_UNITS), 1e-6)
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100) and r.gap == pytest.approx(0)
     assert r.message == ("optimal: fixed (the bound is the configuration relaxation with whole units, "
                          "solved beside)")
     r = plan()
-    driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0), 1e-6)
+    driver._held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0),
+                           driver.HELD_FREE), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0 and "that of the LP relaxation" in r.message
     r = plan()
-    driver._held_bound(r, SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0), 1e-6)
+    driver._held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0),
+                           driver.HELD_FREE), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0
     # a relaxation that reports no plan where the plan exists is numerical trouble: said, not used
     r = plan()
-    driver._held_bound(r, SolveResult(Status.INFEASIBLE, "highs"), 1e-6)
-    assert r.status == Status.FEASIBLE and r.bound == 900.0 and "reported no plan where one exists" in r.message
+    driver._held_bound(r, (SolveResult(Status.INFEASIBLE, "highs"), driver.HELD_FREE), 1e-6)
+    assert r.status == Status.FEASIBLE and r.bound == 900.0
+    assert "the model without stability limits, solved beside, reported no plan where one exists" in r.message
+
+
+def test_the_model_without_limits_follows_a_configuration_relaxation_proven_beside(tmp_path, monkeypatch):
+    # COVER (tests/test_strengthen.py: a 16-GPU job of 150 h on the owned servers, in whole 100-h periods each
+    # of which moves the inference to 2 on-demand units, 2,000) with a second configuration for chat, 4 GPUs
+    # for 1.5 rps, dearer in every period than the 2-GPU one, so the optima stay COVER's. The configuration
+    # relaxations keep training fractional: the job in 1.5 periods, half a period's move, 3,000 (COVER's
+    # LP). The model without limits keeps the job's periods whole: 4,000, the optimum. So once the first is
+    # proven, the second, solved after it on the same CPU, is the bound taken; past the deadline it is not
+    # started.
+    import time
+
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    from test_strengthen import COVER
+
+    data = copy.deepcopy(COVER)
+    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 4, "rps": 1.5})
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    assert "config-used" in model.mip.variables
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
+                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    assert units.status == Status.OPTIMAL and units.objective == pytest.approx(3_000)
+    held, said = driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter() + 30.0, 1e-9,
+                                            None).result()
+    assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000)
+    held, said = driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter(), 1e-9, None).result()
+    assert said == driver.HELD_UNITS and held.bound == pytest.approx(3_000)
+    # one thread asked for: nothing beside
+    assert driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter() + 30.0, 1e-9, 1) is None
 
 
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])

@@ -140,3 +140,29 @@ def test_under_a_time_limit_a_budget_row_gets_a_solver_search(tmp_path, monkeypa
     assert "the configurations the LP relaxation uses most admit no plan" in r.message
     assert "the whole stable model" in r.message and "heuristic plan" not in r.message
     assert not violations(model.mip.arrays(), r.x)
+
+
+def test_a_heuristic_plan_names_the_lp_relaxation_once_as_its_bound(tmp_path, monkeypatch):
+    # FLIP on the path for large models with the LP's configurations fixed: B in both periods, 1,200 (the
+    # rounds cannot leave B). The whole stable model that follows is made to stop without a plan or a bound,
+    # so the plan stays a heuristic one, with the bound the caller passed (the LP's, 700 at most: A in p1 and
+    # B in p2 at fractions). Its message names that bound once.
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult, Status
+
+    model = flip_model(tmp_path)
+    a = model.mip.arrays()
+    lp = driver.relaxation(model)
+    assert lp.objective <= 700 + 1e-6
+    real = driver.backend_solve
+
+    def no_whole_search(*args, arrays=None, **kw):
+        if arrays is a:
+            return SolveResult(Status.TIME_LIMIT, "highs")
+        return real(*args, arrays=arrays, **kw)
+
+    monkeypatch.setattr(driver, "backend_solve", no_whole_search)
+    r = driver._fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, lp.objective, 0.0,
+                                     source="the LP relaxation", lp_x=lp.x)
+    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200) and not violations(a, r.x)
+    assert r.message.endswith("(the bound is that of the LP relaxation)")
