@@ -329,3 +329,51 @@ def test_an_lp_on_two_threads_gives_the_same_optimum_and_leaves_the_callers_sche
     assert solve_relaxation(None, a, "highs").objective == pytest.approx(expected, rel=1e-9)
     again = solve(m, solver="highs", threads=1)
     assert one.objective == again.objective == pytest.approx(5.0) and again.status == Status.OPTIMAL
+
+
+def _in_a_new_thread(fn):
+    """``fn()`` in a thread of its own, whose HiGHS has no scheduler yet; its exceptions re-raised here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
+def test_a_thread_count_asked_after_a_run_elsewhere_and_a_default_run_is_not_refused():
+    # A run to a target at 3 threads goes on in a thread of its own; a run with HiGHS's default count then
+    # builds this thread's scheduler; a run at 3 threads here must reset it, not be refused by HiGHS ("the
+    # scheduler has already been initialized to use N threads"). Before, the target run's reset of this
+    # thread's scheduler recorded 3 here, so the last run was refused and read as a run without a plan (the
+    # driver under --threads 1 then kept every fix-and-optimize round's start). The covering MIP's optimum is
+    # 5, worked by hand above.
+    from optimizer.solve.backends import Status, settle_background
+
+    m, _ = covering_mip()
+
+    def runs():
+        first = solve(m, solver="highs", threads=3, target=np.inf)
+        settle_background()
+        default = solve(m, solver="highs")
+        three = solve(m, solver="highs", threads=3)
+        return first, default, three
+
+    first, default, three = _in_a_new_thread(runs)
+    assert first.status.has_plan
+    assert default.status == three.status == Status.OPTIMAL and three.objective == pytest.approx(5.0)
+
+
+def test_a_run_highs_refuses_is_raised_not_read_as_a_solver_outcome(monkeypatch):
+    # This module's bookkeeping of the thread's scheduler switched off: a run at 2 threads builds it, and a run
+    # at 1 thread is refused by HiGHS. That is a fault of the caller, raised with HiGHS's error line, never a
+    # result without a plan for the driver to work around.
+    from optimizer.solve.backends import highspy_backend
+
+    monkeypatch.setattr(highspy_backend, "_scheduler_for", lambda h, threads: None)
+    m, _ = covering_mip()
+
+    def runs():
+        solve(m, solver="highs", threads=2)
+        solve(m, solver="highs", threads=1)
+
+    with pytest.raises(RuntimeError, match="HiGHS refused the run: .*scheduler has already been initialized"):
+        _in_a_new_thread(runs)

@@ -191,11 +191,16 @@ class _Run:
             h = self.h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         self.lp_threads = lp_threads
+        self.mip_model = bool(a.integer.any())
         if lp_threads:  # run in a new thread, whose scheduler starts at this count: no reset
             h.setOptionValue("threads", int(lp_threads))
             h.setOptionValue("simplex_strategy", 2)  # the dual simplex, parallel (HiGHS's SIP)
         elif threads:
-            _scheduler_for(h, int(threads))
+            if not self.in_threads_of_its_own:
+                # the calling thread's scheduler, reset only for a run in that thread: a reset here for a run
+                # elsewhere left it to the next run here without a count, which rebuilt it at HiGHS's default
+                # while this module took it for the count asked (a later run at that count was then refused)
+                _scheduler_for(h, int(threads))
             h.setOptionValue("threads", int(threads))
         h.setOptionValue("mip_rel_gap", float(gap))
         if not restart:
@@ -207,7 +212,6 @@ class _Run:
         if time_limit is not None:
             h.setOptionValue("time_limit", float(time_limit))
         h.passModel(_lp(highspy, a))
-        self.mip_model = bool(a.integer.any())
         self.cut = cutoff is not None and np.isfinite(cutoff) and self.mip_model
         if self.cut:
             h.setOptionValue("objective_bound", float(cutoff))
@@ -267,6 +271,19 @@ class _Run:
                 self.at_cutoff = True
                 data_in.user_interrupt = True
 
+    @property
+    def in_threads_of_its_own(self) -> bool:
+        """Does this run go on in a thread of its own (:meth:`run_to_target`), not in the calling thread?"""
+        return bool(self.lp_threads) or (self.target is not None and self.mip_model)
+
+    def _run(self) -> None:
+        """HiGHS's run; a run HiGHS refuses (an option it rejects: its status is then not set) is a fault in how
+        this module called it, never a solver outcome, and is raised with HiGHS's own error line."""
+        if self.h.run() == self.hs.HighsStatus.kError and \
+                self.h.getModelStatus() == self.hs.HighsModelStatus.kNotset:
+            said = [line.strip() for line in self.log if "ERROR" in line]
+            raise RuntimeError("HiGHS refused the run: " + (said[-1] if said else "no error line in its log"))
+
     def run_to_target(self, group: list["_Run"]) -> bool:
         """Run every run of ``group`` (this one among them) until each has ended or one has a plan that meets
         its target; without a target (or on an LP), this run alone, in this thread, or, with ``lp_threads``,
@@ -278,14 +295,14 @@ class _Run:
         background (:func:`settle_background` waits for them).
         """
         self.t1 = time.perf_counter()
-        if not self.lp_threads and (self.target is None or not self.mip_model):
-            self.h.run()
+        if not self.in_threads_of_its_own:
+            self._run()
             return True
         failure: list[BaseException] = []
 
         def work(run: "_Run") -> None:
             try:
-                run.h.run()
+                run._run()
             except BaseException as e:  # re-raised in the caller's thread: a failure is never lost in a thread
                 failure.append(e)
             finally:
