@@ -231,3 +231,39 @@ def test_the_periods_bound_takes_the_place_of_the_bound_named_before():
     driver._apply_decomposition(r, decompose.DecompositionBound(100.0, periods, 0.0, 0.0, 2, 0.0), 1e-6)
     assert r.status == Status.OPTIMAL and r.gap == pytest.approx(0.0)
     assert r.message.startswith("optimal: a heuristic plan; the bound is the periods solved apart")
+
+
+@pytest.mark.parametrize("threads", [None, 1])
+def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_took_long(tmp_path, monkeypatch,
+                                                                                         threads):
+    # The reservation example with a second, dearer configuration (1 GPU for 0.3 rps: 3.3 GPUs an rps against
+    # 2), so it has a configuration to choose and takes the stable path; its LP and optimum stay those worked
+    # by hand above (21,500 and 26,000). Its LP made to look slow (10 s of a 30-s limit): the heuristics make
+    # the plan, and on the CPU they leave idle the periods are solved apart, whose bound is reported: above
+    # the LP (each period's units whole) and never above the optimum. (The configuration's choice is a column
+    # without a period, priced in each period at the LP's duals, so the bound is not the 26,000 above.)
+    # Under --threads 1 (one core asked for) nothing runs beside, and the plan is found and proven all the
+    # same (before, a HiGHS scheduler left at the wrong count refused that path's searches).
+    from optimizer.solve import driver
+
+    data = reserved_problem()
+    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
+    model = model_of(tmp_path, data)
+    assert "config-used" in model.mip.variables
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.relaxation
+
+    def slow_lp(*args, **kw):
+        lp = real(*args, **kw)
+        assert lp.objective == pytest.approx(21_500)
+        return dataclasses.replace(lp, solve_seconds=10.0)
+
+    monkeypatch.setattr(driver, "relaxation", slow_lp)
+    r = driver.solve(model, time_limit=30.0, gap=1e-9, threads=threads)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)
+    assert "configurations fixed to those the LP relaxation uses most" in r.message
+    assert r.bound == pytest.approx(26_000, rel=1e-6)
+    if threads == 1:
+        assert r.decomposition_bound is None
+    else:
+        assert 21_500 + 1.0 < r.decomposition_bound <= 26_000 * (1 + 1e-9)

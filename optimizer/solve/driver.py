@@ -111,10 +111,22 @@ PERIOD_SHARE = 0.5
 #: under a time limit and with an executor, the share of the time after the LP kept for the periods solved
 #: apart (:mod:`optimizer.solve.decompose`), after the search
 DECOMPOSITION_SHARE = 0.2
+#: under a time limit, on a model whose LP relaxation took too long for the stages (:data:`STAGES_MAX_LP_SHARE`),
+#: the periods are solved apart (:mod:`optimizer.solve.decompose`, at the LP's duals) on the CPU the heuristics
+#: leave idle, beside them, for a bound (bench ×1 standard at 60 s: docs/performance.md, "The periods solved
+#: apart beside the heuristics")
+PERIODS_BESIDE = True
 #: under a time limit, the stages of :func:`solve_stable` run only when the LP relaxation took at most this
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
 STAGES_MAX_LP_SHARE = 0.05
+
+
+def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
+    """Did the LP relaxation take more than :data:`STAGES_MAX_LP_SHARE` of the limit (``time_limit``: the
+    seconds left after it)? Then no MIP of the model's size is solved in a share of the limit, and the heuristics
+    of :func:`_fixed_configurations` make the plan, on one CPU."""
+    return time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds)
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -261,7 +273,11 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         # would slow the search down, and on shared workers the period rounds would queue behind them
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
-    if start is None and "config-used" in model.mip.variables:
+    stable = start is None and "config-used" in model.mip.variables
+    periods = (_periods_beside(model, lp, solver, left, gap, threads)
+               if not apart and stable and lp_bound is not None and lp_took_too_long(left, lp.solve_seconds)
+               else None)
+    if stable:
         result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                               executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
                               lp_bound=lp_bound)
@@ -285,7 +301,38 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     if apart:
         _solve_apart(model, lp, executor, None if time_limit is None else time_limit - (time.perf_counter() - t0),
                      gap, result)
+    if periods is not None:
+        pool, pending = periods
+        try:
+            # each period model was given its share of the time the search had: at most one is still running
+            _apply_decomposition(result, pending.collect(max(0.0, time_limit - (time.perf_counter() - t0))), gap,
+                                 where="on the CPU beside the search")
+        finally:
+            pool.close()
     return result
+
+
+def _periods_beside(model: Model, lp: SolveResult, solver: str, seconds: float, gap: float,
+                    threads: int | None):
+    """The periods solved apart at the LP's duals (:func:`optimizer.solve.decompose.start`) on a thread of their
+    own for ``seconds``, while the heuristics of :func:`_fixed_configurations` run on the other CPU:
+    (the pool, the pending period models), or None.
+
+    HiGHS searches the heuristics' MIPs on one CPU, so the second is idle
+    for all of their time (bench ×1 standard: about 45 s of 60). Their
+    bound, a Lagrangian one at the LP's duals, is never below the LP's and
+    proves where it is the best (docs/performance.md, "The periods solved
+    apart" and "The periods solved apart beside the heuristics"). Only with
+    HiGHS, on a machine of two CPUs or more, not when the caller asked for
+    one thread, and for a model of several periods whose LP gave duals
+    (:data:`PERIODS_BESIDE`).
+    """
+    if not PERIODS_BESIDE or lp.duals is None or len(model.data.periods) < 2:
+        return None
+    pool = _beside_pool(solver, threads)
+    if pool is None:
+        return None
+    return pool, decompose.start(model, lp.duals, pool, time_limit=seconds, gap=gap, lp_x=lp.x)
 
 
 def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | None:
@@ -342,11 +389,14 @@ TIME_LIMIT_SAID = "time limit: "
 _BOUND_NAMED = re.compile(re.escape(BOUND_NAMED).replace(re.escape("{}"), "[^()]*"))
 
 
-def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float) -> None:
-    """Record the period models' bound and prove with it where it is the best (the message says so)."""
+def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float,
+                         where: str | None = None) -> None:
+    """Record the period models' bound and prove with it where it is the best (the message says so, and
+    ``where`` they ran: by default on the executor's workers)."""
     n = len(dec.periods)
     fell_back = int((dec.periods["bound_from"] != "mip").sum())
-    how = (f"{n} period models on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
+    where = where or f"on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
+    how = (f"{n} period models {where}"
            + (f", {fell_back} of them at their LP bound (not proven above it in time)" if fell_back else ""))
     if dec.bound is None or not np.isfinite(dec.bound):
         result.message += f"; the periods solved apart gave no bound ({how})"
@@ -434,7 +484,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
-    if time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds):
+    if lp_took_too_long(time_limit, lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source="the LP relaxation", lp_x=guide, executor=executor)
     if time_limit is not None and too_wide_to_split(model):
@@ -655,12 +705,18 @@ class _Beside:
 
     @classmethod
     def start(cls, solver: str, threads: int | None, run) -> _Beside | None:
-        """``run()`` (a solve) on a thread of its own, its HiGHS runs on one thread; None where nothing may
-        run beside the caller's solve: another back end, a machine of one CPU, or one thread asked for."""
-        if solver != "highs" or threads == 1 or cpus() < 2:
-            return None
-        pool = Threads(1, initializer=one_thread)
-        return cls(pool, pool.submit(lambda _: run(), None))
+        """``run()`` (a solve) on a thread of its own (:func:`_beside_pool`), or None where nothing may run
+        beside the caller's solve."""
+        pool = _beside_pool(solver, threads)
+        return None if pool is None else cls(pool, pool.submit(lambda _: run(), None))
+
+
+def _beside_pool(solver: str, threads: int | None) -> Threads | None:
+    """A thread of its own for a search beside the caller's, whose HiGHS runs on one thread; None where
+    nothing may run beside: another back end, a machine of one CPU, or one thread asked for."""
+    if solver != "highs" or threads == 1 or cpus() < 2:
+        return None
+    return Threads(1, initializer=one_thread)
 
 
 #: the relaxations :func:`_relaxations_beside` solves, as the message names them when their bound proves
