@@ -277,14 +277,20 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     periods = (_periods_beside(model, lp, solver, left, gap, threads)
                if not apart and stable and lp_bound is not None and lp_took_too_long(left, lp.solve_seconds)
                else None)
-    if stable:
-        result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
-                              executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
-                              lp_bound=lp_bound)
-    else:
-        if start is None and incumbent is not None:
-            start = incumbent.x
-        result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=start)
+    try:
+        if stable:
+            result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
+                                  executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
+                                  lp_bound=lp_bound)
+        else:
+            if start is None and incumbent is not None:
+                start = incumbent.x
+            result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads,
+                                   start=start)
+    except BaseException:
+        if periods is not None:  # the period models not started are dropped; the running one ends on its limit
+            periods[0].close()
+        raise
     if incumbent is not None and (not result.status.has_plan or result.objective > incumbent.objective + 1e-9):
         # the search ended on its limit with nothing better (or without a plan): the known plan, with its bound
         result = _keep_known(incumbent, result, gap)
@@ -500,11 +506,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog), and the
         # model without limits after it if it is proven early. They run on while the configurations are fixed
         # and searched, and the best bound is taken at the end
-        units = _relaxations_beside(model, a, solver, share, t0 + time_limit, gap, threads)
+        held = _relaxations_beside(model, a, solver, share, t0 + time_limit, gap, threads)
         first = configuration_relaxation(model, a, solver, share, gap, threads)
         if first.status == Status.INFEASIBLE:
-            if units is not None:
-                units.result()
+            if held is not None:
+                held.result()
             first.message = ("no plan meets every constraint with each request class on at most its limit of "
                              "configurations (the configuration relaxation is infeasible)")
             return first
@@ -514,9 +520,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                        first.bound, first.solve_seconds,
                                        source="the configuration relaxation" if has else "the LP relaxation",
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=units)
-        if units is not None:
-            _held_bound(result, units.result(), gap)
+                                       busy=held)
+        if held is not None:
+            _held_bound(result, held.result(), gap)
         return result
     ids = mip.variables["config-used"].ids
 
