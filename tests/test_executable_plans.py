@@ -1178,13 +1178,12 @@ def test_the_model_without_limits_follows_a_configuration_relaxation_proven_besi
     units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
                                             whole=("config-used",) + driver.UNIT_FAMILIES)
     assert units.status == Status.OPTIMAL and units.objective == pytest.approx(3_000)
-    held, said = driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter() + 30.0, 1e-9,
-                                            None).result()
+    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, None).result()
     assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000)
-    held, said = driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter(), 1e-9, None).result()
+    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result()
     assert said == driver.HELD_UNITS and held.bound == pytest.approx(3_000)
     # one thread asked for: nothing beside
-    assert driver._relaxations_beside(model, a, "highs", 30.0, time.perf_counter() + 30.0, 1e-9, 1) is None
+    assert driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, 1) is None
 
 
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])
