@@ -377,3 +377,21 @@ def test_a_run_highs_refuses_is_raised_not_read_as_a_solver_outcome(monkeypatch)
 
     with pytest.raises(RuntimeError, match="HiGHS refused the run: .*scheduler has already been initialized"):
         _in_a_new_thread(runs)
+
+
+def test_a_run_without_a_count_in_a_thread_set_to_one_keeps_that_count():
+    # A worker thread marked as running HiGHS on one thread (the split's leaves, the searches beside): a run
+    # there without a count (a period model) must not build its scheduler at HiGHS's default, or the next run
+    # at one thread is refused. The covering MIP's optimum, 5, worked by hand above.
+    from optimizer.solve.backends import Status, one_thread
+
+    m, _ = covering_mip()
+
+    def runs():
+        one_thread()
+        default = solve(m, solver="highs")
+        one = solve(m, solver="highs", threads=1)
+        return default, one
+
+    default, one = _in_a_new_thread(runs)
+    assert default.status == one.status == Status.OPTIMAL and one.objective == pytest.approx(5.0)

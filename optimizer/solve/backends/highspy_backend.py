@@ -195,13 +195,8 @@ class _Run:
         if lp_threads:  # run in a new thread, whose scheduler starts at this count: no reset
             h.setOptionValue("threads", int(lp_threads))
             h.setOptionValue("simplex_strategy", 2)  # the dual simplex, parallel (HiGHS's SIP)
-        elif threads:
-            if not self.in_threads_of_its_own:
-                # the calling thread's scheduler, reset only for a run in that thread: a reset here for a run
-                # elsewhere left it to the next run here without a count, which rebuilt it at HiGHS's default
-                # while this module took it for the count asked (a later run at that count was then refused)
-                _scheduler_for(h, int(threads))
-            h.setOptionValue("threads", int(threads))
+        else:
+            _thread_count(h, threads, here=not self.in_threads_of_its_own)
         h.setOptionValue("mip_rel_gap", float(gap))
         if not restart:
             h.setOptionValue("mip_allow_restart", False)
@@ -395,6 +390,21 @@ _background: list[threading.Thread] = []
 _scheduler = threading.local()
 
 
+def _thread_count(h, threads: int | None, here: bool) -> None:
+    """Set the thread count of ``h``'s next run: ``threads`` where given, this thread's scheduler reset to it
+    first when the run is ``here`` (in the calling thread; a run in a thread of its own starts a scheduler of
+    its own at that count). A run here without a count takes the count this thread's scheduler was set to,
+    where it was: HiGHS would otherwise build a scheduler not yet built at its own default, behind this
+    module's record, and refuse the next run at the recorded count ("the scheduler has already been
+    initialized to use N threads"; docs/performance.md, "A HiGHS scheduler at the wrong count")."""
+    if threads:
+        if here:
+            _scheduler_for(h, int(threads))
+        h.setOptionValue("threads", int(threads))
+    elif here and getattr(_scheduler, "threads", None) is not None:
+        h.setOptionValue("threads", int(_scheduler.threads))
+
+
 def _scheduler_for(h, threads: int) -> None:
     """Reset this thread's HiGHS scheduler to ``threads`` when it was last set to another count.
 
@@ -499,6 +509,7 @@ class WarmRelaxation:
                            np.asarray(hi[moved], dtype=np.float64))
                     cur_lo[moved] = lo[moved]
                     cur_hi[moved] = hi[moved]
+        _thread_count(h, None, here=True)
         h.run()
         status = h.getModelStatus()
         S = hs.HighsModelStatus
