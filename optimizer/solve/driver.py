@@ -730,10 +730,10 @@ HELD_UNITS = "the configuration relaxation with whole units, solved beside"
 HELD_FREE = "the model without stability limits, solved beside"
 
 
-def _held_bound(result: SolveResult, held: tuple[SolveResult, str], gap: float) -> None:
-    """Prove ``result`` with the bound of a relaxation solved beside (``held``: its result and its name, from
-    :func:`_relaxations_beside`) where that is the best; the message and the root bound say so."""
-    held, said = held
+def _held_bound(result: SolveResult, beside: tuple[SolveResult, str], gap: float) -> None:
+    """Prove ``result`` with the bound of a relaxation solved beside (``beside``: its result and its name,
+    from :func:`_relaxations_beside`) where that is the best; the message and the root bound say so."""
+    held, said = beside
     if not result.status.has_plan:
         return
     if held.status == Status.INFEASIBLE:  # a relaxation of a model with a plan: numerical trouble, said so
