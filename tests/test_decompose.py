@@ -24,7 +24,7 @@ from optimizer.model import presolve
 from optimizer.solve import decompose
 from optimizer.solve.backends import Status
 
-from test_executable_plans import FLIP
+from test_executable_plans import FLIP, assert_plan_audited
 from test_known_answers import reserved_problem
 
 
@@ -260,6 +260,7 @@ def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_
 
     monkeypatch.setattr(driver, "relaxation", slow_lp)
     r = driver.solve(model, time_limit=30.0, gap=1e-9, threads=threads)
+    assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)
     assert "configurations fixed to those the LP relaxation uses most" in r.message
     assert r.bound == pytest.approx(26_000, rel=1e-6)

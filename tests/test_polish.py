@@ -14,7 +14,7 @@ from optimizer.model import presolve
 from optimizer.solve import polish as pol
 from optimizer.solve.backends import solve as backend_solve
 from optimizer.solve.feasibility import objective, violations
-from test_executable_plans import FLIP
+from test_executable_plans import FLIP, assert_plan_audited
 
 
 def flip_model(tmp_path):
@@ -165,4 +165,5 @@ def test_a_heuristic_plan_names_the_lp_relaxation_once_as_its_bound(tmp_path, mo
     r = driver._fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, lp.objective, 0.0,
                                      source="the LP relaxation", lp_x=lp.x)
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200) and not violations(a, r.x)
+    assert_plan_audited(model, r)
     assert r.message.endswith("(the bound is that of the LP relaxation)")

@@ -764,11 +764,11 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
        not lose by it (q3 + default catalog: 62,699 -> 62,999 at 58 s, 62,999 -> 63,103 at 118 s, the same
        plans; docs/performance.md, "Which integrality holds the gap").
     2. When that one is proven before the deadline, its bound is all it can give, and the model without
-       stability limits (:func:`without_limits`) follows until the deadline. That model lets a class use several configurations but keeps every other
-       integrality, among them the training's whole clusters on whole units, which the configuration
-       relaxation spreads: where those hold the gap it proves more (bench catalog-wide ×0.25: 37,917 in
-       30 s, against 36,297 for the configuration relaxations, proven in 5 s; docs/performance.md, "Which
-       integrality holds the gap").
+       stability limits (:func:`without_limits`) follows until the deadline. That model lets a class use
+       several configurations but keeps every other integrality, among them the training's whole clusters
+       on whole units, which the configuration relaxation spreads: where those hold the gap it proves more
+       (bench catalog-wide ×0.25: 37,917 in 30 s, against 36,297 for the configuration relaxations, proven
+       in 5 s; docs/performance.md, "Which integrality holds the gap").
     """
     if not UNITS_BESIDE:
         return None
