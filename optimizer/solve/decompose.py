@@ -235,52 +235,101 @@ class Pending:
                                   time.perf_counter() - self.t0)
 
 
-def multipliers(split: PeriodSplit, duals: np.ndarray):
-    """Costs of every piece at the row multipliers ``duals`` (see the module docstring).
+@dataclass
+class Prices:
+    """Every piece of the Lagrangian relaxation priced (see the module docstring).
 
-    Returns the linking rows' constant Σ y·rhs, the period columns' costs
-    (c − A_Lᵀy), per period the copies' costs μ_{p,g}, and the master's
-    costs of the global columns.
+    ``constant``: Σ y·rhs of the priced linking rows (the model's constant
+    not included); ``cost``: the period columns' costs c − A_Lᵀy; ``mu``:
+    per period, the copies' costs μ_{p,g} (zero but at the global columns);
+    ``master_cost``: the global columns' costs in the master,
+    c_g − A_L,gᵀy − Σ_p μ_{p,g}.
     """
+
+    constant: float
+    cost: np.ndarray
+    mu: list[np.ndarray]
+    master_cost: np.ndarray
+
+    @classmethod
+    def of(cls, split: PeriodSplit, y: np.ndarray, mu: list[np.ndarray], balance: bool = False) -> "Prices":
+        """The pieces' costs at linking-row multipliers ``y`` (of the right sign, zero off the linking rows)
+        and copy prices ``mu``.
+
+        ``balance``: where a global column's copies are priced above its
+        cost less its linking rows' price (its master cost below 0, so the
+        master would take all it may of it), its copies' prices are scaled
+        down until its master cost is 0. Any copy prices are valid; this
+        only keeps the master from spending a bound on a column no plan
+        wants at that price. The LP relaxation's duals need no balance
+        (their master costs are its reduced costs, at least 0 where the
+        column is not at its upper bound).
+        """
+        a, A = split.arrays, split.A
+        constant = float(y @ _rhs(y, a.row_lo, a.row_hi))
+        cost = a.c - A.T @ y
+        g = split.global_columns
+        total = np.zeros(a.n_vars)
+        for m in mu:
+            total[g] += m[g]
+        if balance and len(g):
+            over = (cost[g] - total[g] < 0) & (total[g] > 0)
+            scale = np.ones(a.n_vars)
+            scale[g[over]] = np.clip(cost[g][over] / total[g][over], 0.0, 1.0)
+            mu = [m * scale for m in mu]
+            total = total * scale
+        master_cost = cost.copy()
+        master_cost[g] -= total[g]
+        return cls(constant, cost, mu, master_cost)
+
+
+def multipliers(split: PeriodSplit, duals: np.ndarray) -> Prices:
+    """Every piece priced at the row multipliers ``duals`` (the LP relaxation's; see the module docstring):
+    the linking rows at their own, each copy μ_{p,g} at what period p's rows charge for column g."""
     a, A = split.arrays, split.A
     y = sign_feasible(np.asarray(duals, float), a.row_lo, a.row_hi)
     yL = np.zeros(a.n_rows)
     yL[split.linking_rows] = y[split.linking_rows]
-    constant = float(yL @ _rhs(yL, a.row_lo, a.row_hi))
-    cost = a.c - A.T @ yL
     mu = []
-    master_cost = cost.copy()
     for rows in split.local_rows:
         yp = np.zeros(a.n_rows)
         yp[rows] = y[rows]
-        m = A.T @ yp  # μ_{p,g} for the global columns; the period's own columns ignore it
-        mu.append(m)
-        master_cost -= np.where(split.column_period < 0, m, 0.0)
-    return constant, cost, mu, master_cost
+        mu.append(A.T @ yp)  # μ_{p,g} for the global columns; the period's own columns ignore it
+    return Prices.of(split, yL, mu)
 
 
-def period_tasks(split: PeriodSplit, duals: np.ndarray, time_limit: float | None, gap: float):
-    """The period models at ``duals`` and the rest of the bound (constant and master optimum)."""
+def period_tasks(split: PeriodSplit, prices: Prices, time_limit: float | None, gap: float):
+    """The period models at ``prices`` and the rest of the bound (constant and master optimum)."""
     from .backends.highspy_backend import solve_highspy
 
     a, A = split.arrays, split.A
-    constant, cost, mu, master_cost = multipliers(split, duals)
     tasks = []
     for p, rows in enumerate(split.local_rows):
         cols = np.union1d(np.flatnonzero(split.column_period == p), A[rows].indices)
-        c = np.where(split.column_period[cols] == p, cost[cols], mu[p][cols])
+        c = np.where(split.column_period[cols] == p, prices.cost[cols], prices.mu[p][cols])
         tasks.append(PeriodTask(split.periods[p], cols, sub_arrays(a, A, rows, cols, c), time_limit, gap))
     g = split.global_columns
     master: float | None = 0.0
     if len(g):  # a small MIP (one configuration per job and per request class): solved here
-        r = solve_highspy(None, gap=1e-9, arrays=sub_arrays(a, A, split.master_rows, g, master_cost[g]))
+        r = solve_highspy(None, gap=1e-9, arrays=sub_arrays(a, A, split.master_rows, g, prices.master_cost[g]))
         master = float(r.bound) if r.status.has_plan and r.bound is not None else None
-    return tasks, a.c0 + constant, master
+    return tasks, a.c0 + prices.constant, master
 
 
-def start(model: Model, duals: np.ndarray, executor, time_limit: float | None = None, gap: float = 1e-6,
-          arrays: Arrays | None = None, period_limit: float | None = None, lp_x: np.ndarray | None = None
-          ) -> Pending:
+@dataclass
+class Priced:
+    """Period models priced elsewhere (:mod:`optimizer.solve.coarse`), with the rest of their bound and each
+    period model's LP optimum, which a period not finished in time counts."""
+
+    tasks: list[PeriodTask]
+    constant: float
+    master: float | None
+    lp_values: list[float]
+
+
+def start(model: Model, duals: np.ndarray | None, executor, time_limit: float | None = None, gap: float = 1e-6,
+          arrays: Arrays | None = None, period_limit: float | None = None, lp_x: np.ndarray | None = None,
+          priced: Priced | None = None) -> Pending:
     """Hand the period models at ``duals`` to ``executor``; they run while the caller goes on.
 
     ``time_limit``: wall-clock seconds for all of them; each gets its share
@@ -289,16 +338,23 @@ def start(model: Model, duals: np.ndarray, executor, time_limit: float | None = 
     instead. ``lp_x``: the LP optimum whose ``duals`` these are; a period
     not finished in time then counts its part of it (its LP optimum at
     these prices, by complementary slackness) instead of solving its LP.
+    ``priced``: instead of ``duals``, period models priced elsewhere
+    (:mod:`optimizer.solve.coarse`); a period not finished in time counts
+    its LP optimum at those prices.
     """
-    split = split_by_period(model, arrays)
-    n = len(split.periods)
+    n = len(model.data.periods) if priced is None else len(priced.tasks)
     waves = max(1, math.ceil(n / max(1, executor.workers)))
     each = period_limit if period_limit is not None else (
         None if time_limit is None else max(0.2, 0.9 * time_limit / waves))
-    tasks, constant, master = period_tasks(split, duals, each, gap)
     lp_values = None
-    if lp_x is not None:
-        lp_values = [float(t.arrays.c @ lp_x[t.columns]) for t in tasks]
+    if priced is None:
+        split = split_by_period(model, arrays)
+        tasks, constant, master = period_tasks(split, multipliers(split, duals), each, gap)
+        if lp_x is not None:
+            lp_values = [float(t.arrays.c @ lp_x[t.columns]) for t in tasks]
+    else:
+        tasks = [dataclasses.replace(t, time_limit=each, gap=gap) for t in priced.tasks]
+        constant, master, lp_values = priced.constant, priced.master, list(priced.lp_values)
     futures = [executor.submit(solve_period, t) for t in tasks]
     return Pending(tasks, futures, constant, master, executor.workers, lp_values)
 

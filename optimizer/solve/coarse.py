@@ -1,0 +1,262 @@
+"""The monthly model: prices and a guide for a model whose LP relaxation does not solve in the time.
+
+A model of a year in weekly periods (bench ×16: about a million columns)
+has an LP relaxation that takes longer than the whole time limit (891 s
+here), and the solve driver starts from that LP: its point guides the
+heuristics, its duals price the periods solved apart, its optimum is the
+first bound. The same problem with the periods of each calendar month
+merged into one (:func:`merge_periods`) is four times smaller and its LP
+solves some seventy times faster (bench ×16: 12.6 s; docs/performance.md,
+"The monthly model"). Its solution stands in for the LP's three uses:
+
+- **prices** for the periods solved apart (:func:`prices`). The periods of
+  the weekly model are linked by a few rows (training progress, the
+  stability sums, replica starts, the budget) and by the columns without a
+  period (reserved units, servers bought, configurations), which
+  :mod:`optimizer.solve.decompose` prices instead of imposing. *Any*
+  multipliers of the right sign give a valid lower bound there, so prices
+  read off the monthly LP are as much a proof as the weekly LP's own: a
+  linking row takes the dual of the same row of the monthly model, and a
+  column without a period is priced in each week at its monthly price
+  shared by the week's hours. Only the bound's strength depends on how
+  close they are to the weekly LP's duals (bench ×1 standard, at the
+  period LPs: 12,111,282 against the weekly LP's 12,269,374, −1.3 %);
+- the **bound**: the periods' LP relaxations at those prices, summed
+  with the rest of the Lagrangian (:func:`relaxation_bound`);
+- the **guide** (:func:`point`): the monthly LP's point spread over the
+  weeks (what a month holds, each of its weeks holds; the hours a month
+  runs, its weeks share by their hours). It chooses the configurations to
+  fix and where training runs, as the LP's point does.
+
+The monthly model is not a relaxation of the weekly one (its demand is the
+month's mean, hour-weighted, where the weekly model serves every week's),
+and nothing here needs it to be: its optimum is never reported as a bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..load import Problem
+from ..model.presolve import CUTS, Model, build
+from ..schema import Period
+from . import decompose
+from .backends import solve_relaxation
+from .result import SolveResult, Status
+
+#: row blocks whose rows hold hours or a job's progress, not quantities held through a period: a row of the
+#: weekly model takes its monthly twin's dual as it is. Every other linking row sums quantities held through
+#: each period (replicas, traffic), so its monthly dual prices a month of them and is shared out per week
+PER_HOUR_ROWS = frozenset({"training-progress", "budget"})
+
+
+def merge_periods(problem: Problem) -> tuple[Problem, pd.Series] | None:
+    """The problem with each run of consecutive periods of one calendar month merged into one period.
+
+    A merged period has the hours of its periods and, per service, their
+    demand averaged by hours. Returns the merged problem and, per period of
+    ``problem`` (its index), the name of the merged period it went into; or
+    None when no two periods share a month (nothing to merge).
+    """
+    P = problem.periods.reset_index()
+    group = (P["month"] != P["month"].shift()).cumsum().to_numpy() - 1
+    if group.max() + 1 == len(P):
+        return None
+    P["group"] = group
+    names, periods = {}, []
+    for g, rows in P.groupby("group", sort=True):
+        first, last = rows["name"].iloc[0], rows["name"].iloc[-1]
+        names[g] = first if first == last else f"{first}..{last}"
+        periods.append(Period(name=names[g], hours=float(rows["hours"].sum()), month=int(rows["month"].iloc[0])))
+    into = pd.Series([names[g] for g in group], index=P["name"].to_numpy(), name="merged")
+    hours = problem.periods["hours"]
+    services = []
+    for s in problem.services:
+        if isinstance(s.demand_rps, dict):
+            weighted = pd.Series({p: s.demand_rps.get(p, 0.0) * h for p, h in hours.items()})
+            mean = weighted.groupby(into).sum() / hours.groupby(into).sum()
+            s = s.model_copy(update={"demand_rps": {str(k): float(v) for k, v in mean.items()}})
+        services.append(s)
+    table = pd.DataFrame([(q.name, q.hours, q.month) for q in periods],
+                         columns=["name", "hours", "month"]).set_index("name")
+    merged = dataclasses.replace(problem, spec=problem.spec.model_copy(update={"periods": periods}),
+                                 periods=table, services=services)
+    return merged, into
+
+
+@dataclass
+class Monthly:
+    """The monthly model of a weekly one and its LP relaxation (:func:`solve`)."""
+
+    model: Model
+    #: per period of the weekly model, the monthly period it is part of
+    into: pd.Series
+    lp: SolveResult
+    seconds: float
+
+
+def solve(model: Model, solver: str, time_limit: float | None, threads: int | None,
+          cuts=CUTS) -> Monthly | None:
+    """Build the monthly model of ``model`` (with the valid inequalities ``cuts``, as the solve driver's models
+    have them) and solve its LP relaxation (HiGHS for CP-SAT, as for the LP).
+
+    None when the model has nothing to merge, or when that LP has no
+    optimum with duals in ``time_limit``.
+    """
+    from .driver import lift  # the same rows lifted as in the LP relaxation
+
+    t0 = time.perf_counter()
+    merged = merge_periods(model.problem)
+    if merged is None:
+        return None
+    problem, into = merged
+    monthly = build(problem, model.candidates, cuts=cuts)
+    lp = solve_relaxation(monthly.mip, lift(monthly.mip, monthly.mip.arrays()), solver, time_limit, threads)
+    if lp.status != Status.OPTIMAL or lp.duals is None or lp.x is None:
+        return None
+    return Monthly(monthly, into, lp, time.perf_counter() - t0)
+
+
+def _keys(frame: pd.DataFrame, into: pd.Series | None) -> pd.DataFrame:
+    """Coordinates as strings, the period replaced by its monthly period when ``into`` is given."""
+    out = frame.astype(str)
+    if into is not None and "period" in out.columns:
+        out["period"] = out["period"].map(into)
+    return out
+
+
+def _twins(weekly: pd.DataFrame, monthly: pd.DataFrame, into: pd.Series | None) -> np.ndarray:
+    """Position in ``monthly`` of each row of ``weekly`` with the same coordinates (−1: none)."""
+    left = _keys(weekly, into)
+    right = _keys(monthly, None)
+    keys = list(left.columns)
+    if not keys:  # a block of one row without coordinates (the budget): its twin is the monthly block's row
+        return np.arange(len(left)) if len(left) == len(right) else np.full(len(left), -1, dtype=np.int64)
+    right = right.assign(_at=np.arange(len(right)))
+    at = left.merge(right, on=keys, how="left")["_at"]
+    return at.fillna(-1).to_numpy(np.int64)
+
+
+def point(model: Model, monthly: Monthly) -> np.ndarray:
+    """The monthly LP's point spread over the weekly model's columns.
+
+    A column with a period takes the value of its twin in the month (the
+    replicas, units and runs a month holds, each of its weeks holds), but
+    ``training-hours``, which the weeks share by their hours; a column
+    without a period takes its twin's value. Clipped to the weekly
+    column's bounds; a column without a twin is 0.
+    """
+    x = np.zeros(model.mip.n_vars)
+    xm = monthly.lp.x
+    hours = model.problem.periods["hours"]
+    merged_hours = monthly.model.problem.periods["hours"]
+    for name, block in model.mip.variables.items():
+        twin = monthly.model.mip.variables.get(name)
+        if twin is None or not block.size:
+            continue
+        at = _twins(block.coords, twin.coords, monthly.into)
+        v = np.where(at >= 0, xm[twin.start + np.maximum(at, 0)], 0.0)
+        if name == "training-hours":
+            p = block.coords["period"].astype(str)
+            v = v * (p.map(hours).to_numpy() / p.map(monthly.into).map(merged_hours).to_numpy())
+        x[block.ids] = np.clip(v, block.lower, block.upper)
+    return x
+
+
+def prices(model: Model, split: decompose.PeriodSplit, monthly: Monthly) -> decompose.Prices:
+    """Lagrangian prices of the weekly model's links, read off the monthly LP's duals.
+
+    - A linking row (no period of its own: training progress, a stability
+      sum, the budget) takes the dual of its monthly twin, times the ratio
+      of the numbers of periods where its terms are quantities held
+      through a period (a month of a replica is priced, a week of it is
+      priced about a quarter as much); the rows of :data:`PER_HOUR_ROWS`
+      take it as it is. A row without a twin (replica starts between two
+      weeks of one month) is not priced.
+    - A column without a period (reserved units, servers, a configuration)
+      is priced in week w of month m at μ_{m,g}·h_w/h_m, μ_{m,g} being what
+      the month's rows charge for it at the monthly duals. Where these
+      prices sum above what the column costs less its linking rows' price,
+      the master would buy all it may of a column the monthly LP priced at
+      its cost (a reserved unit at its quota): the column's weekly prices
+      are then scaled down until its master cost is 0.
+
+    Multipliers of any value are valid where their signs are (the module
+    docstring of :mod:`optimizer.solve.decompose`): these give a lower
+    bound whatever the monthly model's error.
+    """
+    a = split.arrays
+    mm = monthly.model
+    ma = mm.mip.arrays()
+    msplit = decompose.split_by_period(mm, ma)
+    y_month = decompose.sign_feasible(np.asarray(monthly.lp.duals, float), ma.row_lo, ma.row_hi)
+    ratio = len(msplit.periods) / len(split.periods)
+    y = np.zeros(a.n_rows)
+    linking = np.zeros(a.n_rows, bool)
+    linking[split.linking_rows] = True
+    for name, block in model.mip.constraints.items():
+        twin = mm.mip.constraints.get(name)
+        ids = block.ids
+        if twin is None or not block.size or "period" in block.coords.columns or not linking[ids].any():
+            continue
+        at = _twins(block.coords, twin.coords, None)
+        factor = 1.0 if name in PER_HOUR_ROWS else ratio
+        has = (at >= 0) & linking[ids]
+        y[ids[has]] = y_month[twin.start + at[has]] * factor
+    # what each month's rows charge for the columns without a period, at the monthly duals
+    mu_month = []
+    for rows in msplit.local_rows:
+        ym = np.zeros(ma.n_rows)
+        ym[rows] = y_month[rows]
+        mu_month.append(msplit.A.T @ ym)
+    g = split.global_columns
+    twin_of = np.full(a.n_vars, -1, dtype=np.int64)
+    for name, block in model.mip.variables.items():
+        twin = mm.mip.variables.get(name)
+        if twin is None or not block.size or "period" in block.coords.columns:
+            continue
+        at = _twins(block.coords, twin.coords, None)
+        twin_of[block.ids] = np.where(at >= 0, twin.start + at, -1)
+    hours = model.problem.periods["hours"]
+    merged_hours = mm.problem.periods["hours"]
+    position = {name: i for i, name in enumerate(msplit.periods)}
+    has = twin_of[g] >= 0
+    mu = []
+    for period in split.periods:
+        month = monthly.into[period]
+        m = np.zeros(a.n_vars)
+        m[g[has]] = mu_month[position[month]][twin_of[g[has]]] * (hours[period] / merged_hours[month])
+        mu.append(m)
+    return decompose.Prices.of(split, y, mu, balance=True)
+
+
+def relaxation_bound(tasks: list[decompose.PeriodTask], constant: float, master: float | None
+                     ) -> tuple[float | None, list[float]]:
+    """The Lagrangian bound with each period model's LP relaxation: (the bound, each period's LP optimum).
+
+    A lower bound on the weekly model's optimum (a relaxation of the
+    Lagrangian relaxation); None when a period LP or the master has no
+    optimum.
+    """
+    from .backends.highspy_backend import solve_highspy
+
+    values = []
+    for task in tasks:
+        r = solve_highspy(None, gap=1e-9, arrays=task.arrays.relaxed())
+        if r.status != Status.OPTIMAL:
+            return None, []
+        values.append(float(r.objective))
+    if master is None:
+        return None, values
+    return constant + master + float(sum(values)), values
+
+
+def mergeable(problem: Problem) -> bool:
+    """Has the problem two consecutive periods in one calendar month (a monthly model smaller than it)?"""
+    month = problem.periods["month"].to_numpy()
+    return bool(len(month) > 1 and (month[1:] == month[:-1]).any())
