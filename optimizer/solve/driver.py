@@ -60,12 +60,12 @@ import numpy as np
 from ..executors import Lending, Threads, cpus, loan
 from ..model.presolve import Model
 from ..model.strengthen import config_floor
-from . import decompose
+from . import coarse, decompose
 from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
                        solve_relaxation)
 from .feasibility import objective, violations
 from .neighbourhood import training_support
-from .period_polish import polish_periods, recommit
+from .period_polish import build_by_periods, polish_periods, recommit
 from .polish import ROUNDS, UNIT_FAMILIES, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap
 from .split import COMMITMENTS, configuration_use, exact_split, over_one, too_wide_to_split, warm
@@ -120,6 +120,19 @@ PERIODS_BESIDE = True
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
 STAGES_MAX_LP_SHARE = 0.05
+#: under a time limit, on a model with two periods or more in one calendar month, the share of the limit the LP
+#: relaxation may take; past it the monthly model's LP stands in for it (:mod:`optimizer.solve.coarse`: its point
+#: guides, its prices bound; bench ×16: the LP alone takes 891 s, the monthly one 12.6 s; docs/performance.md,
+#: "The monthly model")
+LP_MAX_SHARE = 0.25
+#: when a first plan is made one period after the other (:func:`~optimizer.solve.period_polish.build_by_periods`),
+#: each period's MIP is solved to this gap: the period rounds improve the plan after (bench ×16: 102.07M in 60 s at
+#: 5 %, 101.79M in 360 s at 1 %; docs/performance.md, "The monthly model")
+BUILD_GAP = 0.05
+#: how the relaxation whose point guides the heuristics is named in messages: the LP relaxation, or the monthly
+#: model's LP standing in for it
+LP_NAME = "the LP relaxation"
+MONTHLY_NAME = "the monthly model's LP"
 
 
 def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
@@ -260,7 +273,15 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     if executor is not None and executor.workers > 1:
         for _ in range(executor.workers):
             executor.submit(warm, None)
-    lp = relaxation(model, solver, time_limit, threads)
+    # a model with weeks in a month has a monthly model to stand in for its LP: the LP gets a share of the limit
+    capped = time_limit is not None and coarse.mergeable(model.problem)
+    lp = relaxation(model, solver, LP_MAX_SHARE * time_limit if capped else time_limit, threads)
+    lp_name, priced = LP_NAME, None
+    if capped and lp.status == Status.TIME_LIMIT:
+        monthly = _monthly(model, solver, time_limit - (time.perf_counter() - t0), threads)
+        if monthly is not None:
+            monthly[0].solve_seconds += lp.solve_seconds
+            (lp, priced), lp_name = monthly, MONTHLY_NAME
     lp_bound = lp.objective if lp.status == Status.OPTIMAL else None
     if lp.status == Status.INFEASIBLE:
         result = SolveResult(Status.INFEASIBLE, solver, message="no plan meets every constraint (the relaxation "
@@ -274,14 +295,14 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
-    periods = (_periods_beside(model, lp, solver, left, gap, threads)
+    periods = (_periods_beside(model, lp, solver, left, gap, threads, priced)
                if not apart and stable and lp_bound is not None and lp_took_too_long(left, lp.solve_seconds)
                else None)
     try:
         if stable:
             result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                                   executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
-                                  lp_bound=lp_bound)
+                                  lp_bound=lp_bound, lp_name=lp_name)
         else:
             if start is None and incumbent is not None:
                 start = incumbent.x
@@ -300,13 +321,14 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
     if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and result.gap <= gap + 1e-12:
         result.status = Status.OPTIMAL
-        result.message = f"optimal: the LP relaxation's bound meets the plan's cost (the search: {result.message})"
+        result.message = (f"optimal: the bound of {_bound_name(lp_name)} meets the plan's cost "
+                          f"(the search: {result.message})")
     # a first plan returned at its target leaves HiGHS ending its current stage in the background (within the
     # limit it was given): the solve is over when that run is
     settle_background()
     if apart:
         _solve_apart(model, lp, executor, None if time_limit is None else time_limit - (time.perf_counter() - t0),
-                     gap, result)
+                     gap, result, priced)
     if periods is not None:
         pool, pending = periods
         try:
@@ -318,8 +340,42 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     return result
 
 
+def _bound_name(lp_name: str) -> str:
+    """Whose bound proves for the relaxation named ``lp_name``: the LP relaxation itself, or for the monthly
+    model's LP the periods' LP relaxations at its prices (its own optimum is no bound)."""
+    return "the periods' LP relaxations at the monthly model's prices" if lp_name == MONTHLY_NAME else lp_name
+
+
+def _monthly(model: Model, solver: str, seconds: float, threads: int | None
+             ) -> tuple[SolveResult, decompose.Priced] | None:
+    """The monthly model's LP standing in for the LP relaxation of ``model`` (:mod:`optimizer.solve.coarse`).
+
+    A result like the LP relaxation's: its ``x`` the monthly point spread
+    over the periods (the guide), its objective and bound the Lagrangian
+    bound of the periods' LP relaxations at the monthly prices (a proof),
+    no duals; and the period models at those prices, for the periods
+    solved apart. None when the monthly model's LP or that bound is not
+    had (then nothing stands in).
+    """
+    t0 = time.perf_counter()
+    monthly = coarse.solve(model, solver, seconds, threads)
+    if monthly is None:
+        return None
+    split = decompose.split_by_period(model)
+    prices = coarse.prices(model, split, monthly)
+    tasks, constant, master = decompose.period_tasks(split, prices, None, 1e-9)
+    bound, values = coarse.relaxation_bound(tasks, constant, master)
+    if bound is None:
+        return None
+    result = SolveResult(Status.OPTIMAL, solver, objective=bound, bound=bound, x=coarse.point(model, monthly),
+                         solve_seconds=time.perf_counter() - t0,
+                         message=f"{MONTHLY_NAME} ({monthly.model.mip.n_vars:,} columns, "
+                                 f"{len(monthly.model.data.periods)} periods)")
+    return result, decompose.Priced(tasks, constant, master, values)
+
+
 def _periods_beside(model: Model, lp: SolveResult, solver: str, seconds: float, gap: float,
-                    threads: int | None):
+                    threads: int | None, priced: decompose.Priced | None = None):
     """The periods solved apart at the LP's duals (:func:`optimizer.solve.decompose.start`) on a thread of their
     own for ``seconds``, while the heuristics of :func:`_fixed_configurations` run on the other CPU:
     (the pool, the pending period models), or None.
@@ -333,12 +389,12 @@ def _periods_beside(model: Model, lp: SolveResult, solver: str, seconds: float, 
     one thread, and for a model of several periods whose LP gave duals
     (:data:`PERIODS_BESIDE`).
     """
-    if not PERIODS_BESIDE or lp.duals is None or len(model.data.periods) < 2:
+    if not PERIODS_BESIDE or (lp.duals is None and priced is None) or len(model.data.periods) < 2:
         return None
     pool = _beside_pool(solver, threads)
     if pool is None:
         return None
-    return pool, decompose.start(model, lp.duals, pool, time_limit=seconds, gap=gap, lp_x=lp.x)
+    return pool, decompose.start(model, lp.duals, pool, time_limit=seconds, gap=gap, lp_x=lp.x, priced=priced)
 
 
 def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | None:
@@ -371,9 +427,16 @@ def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> Solv
 
 
 def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
-                 result: SolveResult) -> None:
-    """The periods solved apart at the LP's duals on ``executor`` within ``seconds``; ``result`` takes their bound."""
+                 result: SolveResult, priced: decompose.Priced | None = None) -> None:
+    """The periods solved apart at the LP's duals (or the monthly model's ``priced`` periods) on ``executor``
+    within ``seconds``; ``result`` takes their bound."""
     duals = lp.duals
+    if priced is not None:
+        t = time.perf_counter()
+        pending = decompose.start(model, None, executor, time_limit=seconds, gap=gap, priced=priced)
+        wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
+        _apply_decomposition(result, pending.collect(wait), gap)
+        return
     if duals is None:  # a back end that reports no duals: HiGHS solves the LP again for them
         again = decompose.lp_duals(model)
         duals = None if again is None else again[1]
@@ -436,7 +499,7 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
                  guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None,
                  incumbent: SolveResult | None = None, leaf_bounds=None,
-                 lp_bound: float | None = None) -> SolveResult:
+                 lp_bound: float | None = None, lp_name: str = LP_NAME) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -492,7 +555,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     a = mip.arrays()
     if lp_took_too_long(time_limit, lp_seconds):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
-                                     source="the LP relaxation", lp_x=guide, executor=executor)
+                                     source=lp_name, lp_x=guide, executor=executor, lp_name=lp_name)
     if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation, whose floors hold for the classes limited to one
@@ -848,11 +911,58 @@ def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: 
     return recommit(model, a, x, counts, time_limit)
 
 
+def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
+    """The point ``x`` of a relaxation with its choices without a period made whole, for
+    :func:`~optimizer.solve.period_polish.build_by_periods`.
+
+    The configurations as ``fixed`` fixes them, the replicas and traffic of
+    the others 0; each job on the configuration ``x`` gives most of it, its
+    hours and runs there divided by that share (so that its periods do the
+    whole job, each its part as in ``x``; within the columns' bounds), the
+    others' 0; the commitments rounded up (as :func:`_commit_as_lp` does).
+    """
+    mip = model.mip
+    y = np.clip(np.asarray(x, dtype=float), fixed.col_lo, fixed.col_hi)
+    cu = mip.variables.get("config-used")
+    kept = None if cu is None else cu.coords.assign(on=fixed.col_lo[cu.ids] > 0.5)
+    for name, keys in (("inference-replicas", ["service", "config"]),
+                       ("inference-routing", ["service", "bucket", "config"]),
+                       ("replica-starts", ["service", "config"])):
+        block = mip.variables.get(name)
+        if kept is None or block is None or not block.size:
+            continue
+        on = kept.groupby(keys, as_index=False)["on"].any() if keys != ["service", "bucket", "config"] else kept
+        # a class without config-used (no more candidates than it may use) keeps every configuration
+        m = block.coords[keys].merge(on, on=keys, how="left")["on"].fillna(True).to_numpy(bool)
+        y[block.ids[~m]] = 0.0
+    sel = mip.variables.get("training-select")
+    if sel is not None and sel.size:
+        z = sel.coords.assign(z=y[sel.ids], id=sel.ids)
+        best = z.loc[z.groupby("job")["z"].idxmax()]
+        share = best.set_index(["job", "config"])["z"].clip(lower=1e-9)
+        y[sel.ids] = 0.0
+        y[best["id"].to_numpy()] = 1.0
+        for name in ("training-run", "training-hours"):
+            block = mip.variables.get(name)
+            if block is None or not block.size:
+                continue
+            f = block.coords[["job", "config"]].merge(share.rename("share").reset_index(), on=["job", "config"],
+                                                      how="left")["share"].to_numpy()
+            v = np.where(np.isnan(f), 0.0, y[block.ids] / np.where(np.isnan(f), 1.0, f))
+            y[block.ids] = np.clip(v, fixed.col_lo[block.ids], fixed.col_hi[block.ids])
+    for family in COMMITMENTS:
+        if family in mip.variables and mip.variables[family].size:
+            ids = mip.variables[family].ids
+            y[ids] = np.clip(np.ceil(y[ids] - 1e-6), fixed.col_lo[ids], fixed.col_hi[ids])
+    return y
+
+
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
-                          root: float | None = None, busy: _Beside | None = None) -> SolveResult:
+                          root: float | None = None, busy: _Beside | None = None,
+                          lp_name: str = LP_NAME) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -924,10 +1034,25 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                       restrict(mip, fixed, x, ROUNDS["inference"])))
     near = training_support(mip, fixed, lp_x)
     if near is not None:
-        tries.append(("training placed where the LP relaxation places it", near))
+        tries.append((f"training placed where {lp_name} places it", near))
     tries.append(("", fixed))
     first, how = None, ""
-    if solver == "highs" and len(tries) > 1 and threads != 1:
+    # the LP relaxation did not solve in its share: no search of the whole model (first plans, fix-and-optimize
+    # rounds, the final search) gets past its root LP in the time either (bench x16: 220 s of rounds for
+    # 0.07 %, 61 s of final search for nothing; docs/performance.md, "The monthly model")
+    whole_fits = lp_name != MONTHLY_NAME
+    if not whole_fits and x is not None and len(model.data.periods) > 1:
+        # no search of the whole model gets past its root LP in the time (the LP relaxation did not): the first
+        # plan is made one period after the other, from the monthly point (bench x16: docs/performance.md,
+        # "The monthly model"). Where a period has no plan in its share, the searches below follow
+        t = time.perf_counter()
+        built, rec = build_by_periods(model, fixed, _choices_made_whole(model, fixed, x), PERIOD_SHARE * time_limit,
+                                      gap=BUILD_GAP)
+        seconds += time.perf_counter() - t
+        if built is not None:
+            first = SolveResult(Status.FEASIBLE, solver, objective=rec["after"], x=built)
+            how = f"the periods solved one after the other from {lp_name}'s point"
+    if first is None and solver == "highs" and len(tries) > 1 and threads != 1:
         # the guesses side by side, each with all the time, the first plan found taken: a restriction that
         # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:
         # training where the LP runs hours found nothing in 16.5 s, the configurations alone a plan in 3.5 s;
@@ -991,25 +1116,36 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                 x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
                 seconds += time.perf_counter() - t
                 if x_lp is not None and rec["after"] < best_obj - 1e-9:
-                    steps.append(f"then the LP relaxation's commitments, rounded up, with every period "
+                    steps.append(f"then {lp_name}'s commitments, rounded up, with every period "
                                  f"re-solved against them, from {best_obj:,.2f}")
                     best_x, best_obj = x_lp, rec["after"]
                 left = time_limit - (time.perf_counter() - t0)
-            t = time.perf_counter()
-            best_x, log = polish(mip, fixed, best_x, solver, left, threads)
-            seconds += time.perf_counter() - t
-            if log and objective(a, best_x) < best_obj:
-                steps.append(f"improved by fix-and-optimize from {best_obj:,.2f} ({len(log)} rounds)")
-                best_obj = objective(a, best_x)
+            if whole_fits:
+                t = time.perf_counter()
+                best_x, log = polish(mip, fixed, best_x, solver, left, threads)
+                seconds += time.perf_counter() - t
+                if log and objective(a, best_x) < best_obj:
+                    steps.append(f"improved by fix-and-optimize from {best_obj:,.2f} ({len(log)} rounds)")
+                    best_obj = objective(a, best_x)
         left = time_limit - (time.perf_counter() - t0)
         if not search and left >= 1.0 and open_gap(best_obj) and len(model.data.periods) > 1:
-            t = time.perf_counter()
-            best_x, rec = polish_periods(model, fixed, best_x, PERIOD_SHARE * left, executor)
+            # passes over the periods; where the whole model is out of reach, one after the other until the
+            # limit (or a pass that gains nothing), since nothing after them gets anywhere
+            t, passes, start_obj, improved = time.perf_counter(), 0, best_obj, 0
+            while True:
+                share = PERIOD_SHARE * left if whole_fits else left
+                best_x, rec = polish_periods(model, fixed, best_x, share, executor)
+                passes, improved = passes + 1, improved + rec["improved"]
+                gained = rec["after"] < best_obj - 1e-9
+                best_obj = min(best_obj, rec["after"])
+                left = time_limit - (time.perf_counter() - t0)
+                if whole_fits or not gained or left < 1.0 or not open_gap(best_obj):
+                    break
             seconds += time.perf_counter() - t
-            if rec["after"] < best_obj - 1e-9:
-                steps.append(f"then period by period from {best_obj:,.2f} ({rec['improved']} of "
-                             f"{rec['periods']} periods cheaper)")
-                best_obj = rec["after"]
+            if best_obj < start_obj - 1e-9:
+                steps.append(f"then period by period from {start_obj:,.2f} ({improved} of "
+                             f"{rec['periods']} periods cheaper"
+                             + (f" in {passes} passes)" if passes > 1 else ")"))
     else:
         if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
             # no plan and no time: the restriction's bounds prove nothing for the stable model, the caller's do
@@ -1019,11 +1155,15 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         steps.append(f"the configurations {source} uses most admit no plan" if x is not None
                      else "the stable model gave no first plan")
     left = time_limit - (time.perf_counter() - t0)
+    if not whole_fits and best_obj is not None and left >= 1.0:
+        left = 0.0  # the time went to the passes over the periods; a search of the whole would end in its root
     result = None
     proof = bound  # the whole stable model's own bound is a proof too
     roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
     # the caller raised ``bound`` to the LP relaxation's where that was higher; named once where they are one
-    proof_from = f"that of {source}" + ("" if source == "the LP relaxation" else ", or the LP relaxation's")
+    proof_from = f"that of {_bound_name(lp_name) if source == lp_name else source}"
+    if source != lp_name:
+        proof_from += ", or the LP relaxation's" if lp_name == LP_NAME else f", or that of {_bound_name(lp_name)}"
     if left >= 1.0 and open_gap(best_obj):
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                               arrays=a)
@@ -1041,7 +1181,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             return whole
         else:
             steps.append("the whole stable model, started from it, found nothing cheaper")
-    if left < 1.0 and best_obj is not None and open_gap(best_obj):
+    if not whole_fits and best_obj is not None and open_gap(best_obj):
+        steps.append("the whole stable model not searched (its LP relaxation does not solve in the time): "
+                     "a heuristic plan")
+    elif left < 1.0 and best_obj is not None and open_gap(best_obj):
         steps.append("no time was left to search the whole stable model, with other configurations"
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     if beside is not None:

@@ -53,6 +53,7 @@ class PeriodRestriction:
     arrays: Arrays
     start: np.ndarray
     time_limit: float | None
+    rows: np.ndarray | None = None  # the model's rows the restriction keeps, in its order
 
 
 def restriction(split: PeriodSplit, A_csc, p: int, x: np.ndarray, time_limit: float | None) -> PeriodRestriction:
@@ -65,7 +66,7 @@ def restriction(split: PeriodSplit, A_csc, p: int, x: np.ndarray, time_limit: fl
     shift = A[rows] @ rest
     sub = sub_arrays(a, A, rows, cols, a.c[cols])
     sub = dataclasses.replace(sub, row_lo=a.row_lo[rows] - shift, row_hi=a.row_hi[rows] - shift)
-    return PeriodRestriction(split.periods[p], cols, sub, x[cols].copy(), time_limit)
+    return PeriodRestriction(split.periods[p], cols, sub, x[cols].copy(), time_limit, rows)
 
 
 def solve_restriction(task: PeriodRestriction) -> dict:
@@ -176,3 +177,151 @@ def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.n
     if violations(a, new, limit=1):
         return None, {**record, "seconds": time.perf_counter() - t0}
     return new, {**record, "after": objective(a, new), "seconds": time.perf_counter() - t0}
+
+
+def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, gap: float = 0.01
+                     ) -> tuple[np.ndarray | None, dict]:
+    """A plan of ``a`` made one period after the other from ``x``, a point that is no plan yet.
+
+    For a model too large for any search of the whole (its LP relaxation
+    alone takes longer than the time limit): ``x`` is a relaxation's point
+    whose choices without a period are made whole (the configurations, each
+    job's configuration, the commitments rounded up) and whose other columns
+    are fractional. Period by period, in order, the period's MIP is solved
+    with every other column fixed, the periods before at their new values,
+    the periods after at ``x``'s (:func:`restriction`), to ``gap`` within its
+    share of the time.
+
+    A job's progress over the periods (``training-progress``, one row per
+    job and configuration, Σ rate·hours = chosen) links them. Fixed at
+    ``x``, the periods after would leave a period exactly the share ``x``
+    gives it, which its whole clusters may not be able to do in a week. So a
+    period does at least what the periods after it leave undone at ``x``'s
+    values and at most what the job still needs; where that lower side has
+    no plan, the period is solved again without it and the periods after
+    make the difference up. The last period of the job's window has both
+    sides equal: the job ends there.
+
+    Returns the plan, or None when a period has no plan in its share of the
+    time (or the whole breaks a row); and a record: ``periods``,
+    ``relaxed`` (periods solved again without the lower side), ``after``
+    (the plan's cost, None without a plan), ``seconds``.
+    """
+    from .backends.highspy_backend import solve_highspy
+
+    t0 = time.perf_counter()
+    new = np.asarray(x, dtype=float).copy()
+    split = split_by_period(model, a)
+    A_csc = split.A.tocsc()
+    n = len(split.periods)
+    _routed_to_demand(model, split, None, new)
+    progress = np.zeros(a.n_rows, bool)
+    block = model.mip.constraints.get("training-progress")
+    if block is not None:
+        progress[block.ids] = True
+    record = {"periods": n, "relaxed": 0, "after": None}
+    for p in range(n):
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            return None, {**record, "seconds": time.perf_counter() - t0}
+        task = restriction(split, A_csc, p, new, left / (n - p))
+        sub = task.arrays
+        here = progress[task.rows]
+        # the periods after this one count only on the lower side of the progress rows (what they would do of
+        # each job at x's values); every other row sees the periods before it alone, since those after are
+        # solved in turn (at x's values, a month's mean spread over its weeks, a falling month's last weeks
+        # would hold more replicas than the stability sums leave them)
+        after = split.A[task.rows] @ np.where(split.column_period > p, new, 0.0)
+        lo = np.where(here, np.minimum(sub.row_lo, _most_progress(sub)), sub.row_lo + after)
+        sub = dataclasses.replace(sub, row_lo=lo, row_hi=sub.row_hi + after)
+        r = solve_highspy(None, time_limit=task.time_limit, gap=gap, arrays=sub)
+        if not r.status.has_plan and here.any() and time_limit - (time.perf_counter() - t0) > 0:
+            lo = sub.row_lo.copy()
+            lo[here] = -np.inf  # the periods after make up what this one cannot do
+            record["relaxed"] += 1
+            r = solve_highspy(None, time_limit=max(0.5, task.time_limit - r.solve_seconds), gap=gap,
+                              arrays=dataclasses.replace(sub, row_lo=lo))
+        if not r.status.has_plan:
+            return None, {**record, "seconds": time.perf_counter() - t0}
+        new[task.columns] = r.x
+        _routed_to_demand(model, split, p, new)
+        _fewest_replicas(model, task, sub, new)
+    if violations(a, new, limit=1):
+        return None, {**record, "seconds": time.perf_counter() - t0}
+    return new, {**record, "after": objective(a, new), "seconds": time.perf_counter() - t0}
+
+
+def _most_progress(sub: Arrays) -> np.ndarray:
+    """Per row of ``sub``, the most its one most productive column can add: max over its columns of
+    coefficient × upper bound (for a progress row, the job's hours in one placement at most the period's);
+    what a period can do of a job whatever the periods before left it."""
+    gain = np.where(sub.vals > 0, sub.vals * sub.col_hi[sub.cols], 0.0)
+    most = np.zeros(sub.n_rows)
+    np.maximum.at(most, sub.rows, gain)
+    return most
+
+
+def _fewest_replicas(model: Model, task: PeriodRestriction, sub: Arrays, x: np.ndarray) -> None:
+    """The period's replicas cut to the fewest its plan needs (every other column held), in ``x``.
+
+    Replicas cost nothing of their own (their units do), so a period's MIP
+    may hold more than its traffic needs in units it pays for anyway; but
+    the stability rows cap each configuration's replicas summed over the
+    horizon, and what one period holds too many, a later one lacks (bench
+    ×1: the 21st week had no plan). A MIP of the period's replicas alone,
+    counting replicas, every other column at its value, finds the fewest;
+    the plan's cost does not change.
+    """
+    from .backends.highspy_backend import solve_highspy
+
+    block = model.mip.variables.get("inference-replicas")
+    if block is None or not block.size:
+        return
+    mine = np.isin(task.columns, block.ids)
+    if not mine.any():
+        return
+    held = x[task.columns]
+    lo = np.where(mine, sub.col_lo, held)
+    hi = np.where(mine, held, held)  # never more replicas than the plan has: the plan itself is a solution
+    r = solve_highspy(None, gap=1e-9, time_limit=task.time_limit,
+                      arrays=dataclasses.replace(sub, col_lo=lo, col_hi=hi, c=mine.astype(float)))
+    if r.status.has_plan:
+        x[task.columns[mine]] = np.round(r.x[mine])
+
+
+def _routed_to_demand(model: Model, split, p: int | None, x: np.ndarray) -> None:
+    """Scale the traffic period ``p`` routes (every period's, with None) to its demand, in ``x``.
+
+    Routed traffic costs nothing, so a period's MIP may route more than its
+    demand asks; but the stability rows cap each configuration's traffic
+    summed over the horizon at the class's demand, and what one period
+    routes too much, a later one lacks (bench ×1: the fourth week had no
+    plan). Each demand row's routing is scaled down to the demand, which
+    every other row allows (a configuration's traffic over its replicas'
+    capacity only falls). With ``p`` None (the point ``x`` before any
+    period is solved, whose periods after the one being solved count at
+    their values) it is scaled up as well as down: a month's mean traffic
+    spread over its weeks routes more than a falling month's last weeks ask,
+    and a configuration kept from several routes less than the class needs.
+    """
+    demand = model.mip.constraints.get("inference-demand")
+    routing = model.mip.variables.get("inference-routing")
+    if demand is None or routing is None or not routing.size:
+        return
+    a, A = split.arrays, split.A
+    is_routing = np.zeros(a.n_vars, bool)
+    is_routing[routing.ids] = True
+    rows = demand.ids
+    sub = A[rows]
+    coo = sub.tocoo()
+    mine = is_routing[coo.col] & ((split.column_period[coo.col] == p) if p is not None else True)
+    if not mine.any():
+        return
+    routed = np.zeros(len(rows))
+    np.add.at(routed, coo.row[mine], coo.data[mine] * x[coo.col[mine]])
+    need = a.row_lo[rows]
+    over = (routed > need + 1e-9 if p is not None else np.abs(routed - need) > 1e-9) & np.isfinite(need) \
+        & (routed > 0)
+    factor = np.where(over, need / np.where(routed > 0, routed, 1.0), 1.0)
+    cols, rws = coo.col[mine], coo.row[mine]
+    x[cols] = x[cols] * factor[rws]
