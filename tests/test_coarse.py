@@ -237,3 +237,20 @@ def test_plans_built_period_by_period_meet_every_row(seed):
     assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=record["after"], x=x))
     whole = backend_solve(model.mip, "highs", gap=1e-9)
     assert record["after"] >= whole.objective * (1 - 1e-9)
+
+
+def test_the_monthly_model_takes_the_heuristics_path_however_short_the_lp_share(tmp_path, monkeypatch):
+    # the LP stopped on a share of 0.4 s (far below the 5 % of the limit past which an LP "took too long"): it
+    # did not solve, so the model is still one for the heuristics, guided by the monthly point; before, the
+    # stages ran and their model without limits made the plan (bench x1 with such a share: a 68 % gap)
+    from optimizer.solve import driver
+
+    seen = []
+    _lp_stopped_on_its_share(monkeypatch, driver, seen)
+    monkeypatch.setattr(driver, "LP_MAX_SHARE", 0.01)
+    model = model_of(tmp_path, halves_problem(second_config=True))
+    r = driver.solve(model, time_limit=40.0, gap=1e-9)
+    assert seen == [pytest.approx(0.4)]
+    assert_plan_audited(model, r)
+    assert "configurations fixed to those the monthly model's LP uses most" in r.message
+    assert "without stability limits" not in r.message

@@ -295,9 +295,10 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
+    # the LP stopped on its share took too long by definition, however little of the limit that share was
+    too_long = priced is not None or lp_took_too_long(left, lp.solve_seconds)
     periods = (_periods_beside(model, lp, solver, left, gap, threads, priced)
-               if not apart and stable and lp_bound is not None and lp_took_too_long(left, lp.solve_seconds)
-               else None)
+               if not apart and stable and lp_bound is not None and too_long else None)
     try:
         if stable:
             result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
@@ -542,9 +543,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     (:func:`configuration_relaxation`) instead, whose point chooses the
     configurations to fix and whose bound proves. When the LP relaxation
     alone took more than :data:`STAGES_MAX_LP_SHARE` of the time limit
-    (``lp_seconds``), stage 1 is skipped: a MIP of the same size cannot be
-    solved in its share, and its bound adds little to the LP's (bench ×1:
-    0.45 % in 24 s).
+    (``lp_seconds``), or did not solve at all and the monthly model's LP
+    stands in for it (``lp_name``), stage 1 is skipped: a MIP of the same
+    size cannot be solved in its share, and its bound adds little to the
+    LP's (bench ×1: 0.45 % in 24 s).
 
     On q3 the plan without limits puts the chat service on three
     configurations; the split proves the stable optimum in about 95 s where
@@ -553,7 +555,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
-    if lp_took_too_long(time_limit, lp_seconds):
+    if lp_took_too_long(time_limit, lp_seconds) or lp_name == MONTHLY_NAME:
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source=lp_name, lp_x=guide, executor=executor, lp_name=lp_name)
     if time_limit is not None and too_wide_to_split(model):
