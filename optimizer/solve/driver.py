@@ -917,26 +917,17 @@ def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
     """The point ``x`` of a relaxation with its choices without a period made whole, for
     :func:`~optimizer.solve.period_polish.build_by_periods`.
 
-    The configurations as ``fixed`` fixes them, the replicas and traffic of
-    the others 0; each job on the configuration ``x`` gives most of it, its
-    hours and runs there divided by that share (so that its periods do the
-    whole job, each its part as in ``x``; within the columns' bounds), the
+    Within the bounds of ``fixed`` (so the configurations as it fixes
+    them); each job on the configuration ``x`` gives most of it, its hours
+    and runs there divided by that share (so that its periods do the whole
+    job, each its part as in ``x``; within the columns' bounds), the
     others' 0; the commitments rounded up (as :func:`_commit_as_lp` does).
+    The replicas and traffic of ``x`` stay as they are: the build solves
+    each period's afresh, and a period's rows see only the periods before
+    it.
     """
     mip = model.mip
     y = np.clip(np.asarray(x, dtype=float), fixed.col_lo, fixed.col_hi)
-    cu = mip.variables.get("config-used")
-    kept = None if cu is None else cu.coords.assign(on=fixed.col_lo[cu.ids] > 0.5)
-    for name, keys in (("inference-replicas", ["service", "config"]),
-                       ("inference-routing", ["service", "bucket", "config"]),
-                       ("replica-starts", ["service", "config"])):
-        block = mip.variables.get(name)
-        if kept is None or block is None or not block.size:
-            continue
-        on = kept.groupby(keys, as_index=False)["on"].any() if keys != ["service", "bucket", "config"] else kept
-        # a class without config-used (no more candidates than it may use) keeps every configuration
-        m = block.coords[keys].merge(on, on=keys, how="left")["on"].fillna(True).to_numpy(bool)
-        y[block.ids[~m]] = 0.0
     sel = mip.variables.get("training-select")
     if sel is not None and sel.size:
         z = sel.coords.assign(z=y[sel.ids], id=sel.ids)
@@ -1028,25 +1019,14 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     steps = []
     seconds = spent
     beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
-    # first plans, nearest to what is known first: training as the plan without limits places it, then
-    # training where the LP places it, then the configurations alone
-    tries = []
-    if x is not None and x is not lp_x:
-        tries.append((f"training as {source} places it",
-                      restrict(mip, fixed, x, ROUNDS["inference"])))
-    near = training_support(mip, fixed, lp_x)
-    if near is not None:
-        tries.append((f"training placed where {lp_name} places it", near))
-    tries.append(("", fixed))
     first, how = None, ""
     # the LP relaxation did not solve in its share: no search of the whole model (first plans, fix-and-optimize
-    # rounds, the final search) gets past its root LP in the time either (bench x16: 220 s of rounds for
-    # 0.07 %, 61 s of final search for nothing; docs/performance.md, "The monthly model")
+    # rounds, the final search) gets past its root LP in the time either (bench x16: HiGHS's first plan not in
+    # 400 s, 220 s of rounds for 0.07 %, 61 s of final search for nothing; docs/performance.md, "The monthly
+    # model"). The first plan is made one period after the other from the monthly point; where a period has
+    # no plan in its share, the searches below follow
     whole_fits = lp_name != MONTHLY_NAME
     if not whole_fits and x is not None and len(model.data.periods) > 1:
-        # no search of the whole model gets past its root LP in the time (the LP relaxation did not): the first
-        # plan is made one period after the other, from the monthly point (bench x16: docs/performance.md,
-        # "The monthly model"). Where a period has no plan in its share, the searches below follow
         t = time.perf_counter()
         built, rec = build_by_periods(model, fixed, _choices_made_whole(model, fixed, x), PERIOD_SHARE * time_limit,
                                       gap=BUILD_GAP)
@@ -1054,6 +1034,17 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         if built is not None:
             first = SolveResult(Status.FEASIBLE, solver, objective=rec["after"], x=built)
             how = f"the periods solved one after the other from {lp_name}'s point"
+    # first plans, nearest to what is known first: training as the plan without limits places it, then
+    # training where the LP places it, then the configurations alone
+    tries = []
+    if first is None:
+        if x is not None and x is not lp_x:
+            tries.append((f"training as {source} places it",
+                          restrict(mip, fixed, x, ROUNDS["inference"])))
+        near = training_support(mip, fixed, lp_x)
+        if near is not None:
+            tries.append((f"training placed where {lp_name} places it", near))
+        tries.append(("", fixed))
     if first is None and solver == "highs" and len(tries) > 1 and threads != 1:
         # the guesses side by side, each with all the time, the first plan found taken: a restriction that
         # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:

@@ -188,19 +188,26 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
     whose choices without a period are made whole (the configurations, each
     job's configuration, the commitments rounded up) and whose other columns
     are fractional. Period by period, in order, the period's MIP is solved
-    with every other column fixed, the periods before at their new values,
-    the periods after at ``x``'s (:func:`restriction`), to ``gap`` within its
-    share of the time.
+    with every other column fixed (:func:`restriction`), to ``gap`` within
+    its share of the time. A row linking periods sees the periods before at
+    their new values and not the periods after, which are solved in turn
+    (at ``x``'s values, a month's mean spread over its weeks, a falling
+    month's last weeks would hold more replicas than the stability sums
+    leave them), but for one side of one family:
 
     A job's progress over the periods (``training-progress``, one row per
-    job and configuration, Σ rate·hours = chosen) links them. Fixed at
-    ``x``, the periods after would leave a period exactly the share ``x``
-    gives it, which its whole clusters may not be able to do in a week. So a
-    period does at least what the periods after it leave undone at ``x``'s
-    values and at most what the job still needs; where that lower side has
-    no plan, the period is solved again without it and the periods after
-    make the difference up. The last period of the job's window has both
-    sides equal: the job ends there.
+    job and configuration, Σ rate·hours = chosen). A period does at least
+    what the periods after it leave undone at ``x``'s values (at most what
+    its most productive placement can do, :func:`_most_progress`) and at
+    most what the job still needs; where that lower side has no plan, the
+    period is solved again without it and the periods after make the
+    difference up. The last period of the job's window has both sides
+    equal: the job ends there.
+
+    After each period, what costs nothing there is cut back to what its
+    plan needs, since the stability sums over the horizon would otherwise
+    lack it later: its traffic to its demand (:func:`_routed_to_demand`)
+    and its replicas to the fewest (:func:`_fewest_replicas`).
 
     Returns the plan, or None when a period has no plan in its share of the
     time (or the whole breaks a row); and a record: ``periods``,
@@ -214,7 +221,6 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
     split = split_by_period(model, a)
     A_csc = split.A.tocsc()
     n = len(split.periods)
-    _routed_to_demand(model, split, None, new)
     progress = np.zeros(a.n_rows, bool)
     block = model.mip.constraints.get("training-progress")
     if block is not None:
@@ -227,10 +233,7 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
         task = restriction(split, A_csc, p, new, left / (n - p))
         sub = task.arrays
         here = progress[task.rows]
-        # the periods after this one count only on the lower side of the progress rows (what they would do of
-        # each job at x's values); every other row sees the periods before it alone, since those after are
-        # solved in turn (at x's values, a month's mean spread over its weeks, a falling month's last weeks
-        # would hold more replicas than the stability sums leave them)
+        # the periods after this one count only on the lower side of the progress rows (see the docstring)
         after = split.A[task.rows] @ np.where(split.column_period > p, new, 0.0)
         lo = np.where(here, np.minimum(sub.row_lo, _most_progress(sub)), sub.row_lo + after)
         sub = dataclasses.replace(sub, row_lo=lo, row_hi=sub.row_hi + after)
@@ -281,16 +284,15 @@ def _fewest_replicas(model: Model, task: PeriodRestriction, sub: Arrays, x: np.n
     if not mine.any():
         return
     held = x[task.columns]
-    lo = np.where(mine, sub.col_lo, held)
-    hi = np.where(mine, held, held)  # never more replicas than the plan has: the plan itself is a solution
+    lo = np.where(mine, sub.col_lo, held)  # never more replicas than the plan has: the plan itself is a solution
     r = solve_highspy(None, gap=1e-9, time_limit=task.time_limit,
-                      arrays=dataclasses.replace(sub, col_lo=lo, col_hi=hi, c=mine.astype(float)))
+                      arrays=dataclasses.replace(sub, col_lo=lo, col_hi=held, c=mine.astype(float)))
     if r.status.has_plan:
         x[task.columns[mine]] = np.round(r.x[mine])
 
 
-def _routed_to_demand(model: Model, split, p: int | None, x: np.ndarray) -> None:
-    """Scale the traffic period ``p`` routes (every period's, with None) to its demand, in ``x``.
+def _routed_to_demand(model: Model, split, p: int, x: np.ndarray) -> None:
+    """Cut the traffic period ``p`` routes beyond its demand back to it, in ``x``.
 
     Routed traffic costs nothing, so a period's MIP may route more than its
     demand asks; but the stability rows cap each configuration's traffic
@@ -298,11 +300,7 @@ def _routed_to_demand(model: Model, split, p: int | None, x: np.ndarray) -> None
     routes too much, a later one lacks (bench ×1: the fourth week had no
     plan). Each demand row's routing is scaled down to the demand, which
     every other row allows (a configuration's traffic over its replicas'
-    capacity only falls). With ``p`` None (the point ``x`` before any
-    period is solved, whose periods after the one being solved count at
-    their values) it is scaled up as well as down: a month's mean traffic
-    spread over its weeks routes more than a falling month's last weeks ask,
-    and a configuration kept from several routes less than the class needs.
+    capacity only falls).
     """
     demand = model.mip.constraints.get("inference-demand")
     routing = model.mip.variables.get("inference-routing")
@@ -314,14 +312,13 @@ def _routed_to_demand(model: Model, split, p: int | None, x: np.ndarray) -> None
     rows = demand.ids
     sub = A[rows]
     coo = sub.tocoo()
-    mine = is_routing[coo.col] & ((split.column_period[coo.col] == p) if p is not None else True)
+    mine = is_routing[coo.col] & (split.column_period[coo.col] == p)
     if not mine.any():
         return
     routed = np.zeros(len(rows))
     np.add.at(routed, coo.row[mine], coo.data[mine] * x[coo.col[mine]])
     need = a.row_lo[rows]
-    over = (routed > need + 1e-9 if p is not None else np.abs(routed - need) > 1e-9) & np.isfinite(need) \
-        & (routed > 0)
+    over = (routed > need + 1e-9) & np.isfinite(need)
     factor = np.where(over, need / np.where(routed > 0, routed, 1.0), 1.0)
     cols, rws = coo.col[mine], coo.row[mine]
     x[cols] = x[cols] * factor[rws]
