@@ -180,11 +180,7 @@ def prices(model: Model, split: decompose.PeriodSplit, monthly: Monthly) -> deco
       weeks of one month) is not priced.
     - A column without a period (reserved units, servers, a configuration)
       is priced in week w of month m at μ_{m,g}·h_w/h_m, μ_{m,g} being what
-      the month's rows charge for it at the monthly duals. Where these
-      prices sum above what the column costs less its linking rows' price,
-      the master would buy all it may of a column the monthly LP priced at
-      its cost (a reserved unit at its quota): the column's weekly prices
-      are then scaled down until its master cost is 0.
+      the month's rows charge for it at the monthly duals.
 
     Multipliers of any value are valid where their signs are (the module
     docstring of :mod:`optimizer.solve.decompose`): these give a lower
@@ -232,7 +228,7 @@ def prices(model: Model, split: decompose.PeriodSplit, monthly: Monthly) -> deco
         m = np.zeros(a.n_vars)
         m[g[has]] = mu_month[position[month]][twin_of[g[has]]] * (hours[period] / merged_hours[month])
         mu.append(m)
-    return decompose.Prices.of(split, y, mu, balance=True)
+    return decompose.Prices.of(split, y, mu)
 
 
 def relaxation_bound(tasks: list[decompose.PeriodTask], constant: float, master: float | None

@@ -252,34 +252,16 @@ class Prices:
     master_cost: np.ndarray
 
     @classmethod
-    def of(cls, split: PeriodSplit, y: np.ndarray, mu: list[np.ndarray], balance: bool = False) -> "Prices":
+    def of(cls, split: PeriodSplit, y: np.ndarray, mu: list[np.ndarray]) -> "Prices":
         """The pieces' costs at linking-row multipliers ``y`` (of the right sign, zero off the linking rows)
-        and copy prices ``mu``.
-
-        ``balance``: where a global column's copies are priced above its
-        cost less its linking rows' price (its master cost below 0, so the
-        master would take all it may of it), its copies' prices are scaled
-        down until its master cost is 0. Any copy prices are valid; this
-        only keeps the master from spending a bound on a column no plan
-        wants at that price. The LP relaxation's duals need no balance
-        (their master costs are its reduced costs, at least 0 where the
-        column is not at its upper bound).
-        """
+        and copy prices ``mu``."""
         a, A = split.arrays, split.A
         constant = float(y @ _rhs(y, a.row_lo, a.row_hi))
         cost = a.c - A.T @ y
         g = split.global_columns
-        total = np.zeros(a.n_vars)
-        for m in mu:
-            total[g] += m[g]
-        if balance and len(g):
-            over = (cost[g] - total[g] < 0) & (total[g] > 0)
-            scale = np.ones(a.n_vars)
-            scale[g[over]] = np.clip(cost[g][over] / total[g][over], 0.0, 1.0)
-            mu = [m * scale for m in mu]
-            total = total * scale
         master_cost = cost.copy()
-        master_cost[g] -= total[g]
+        for m in mu:
+            master_cost[g] -= m[g]
         return cls(constant, cost, mu, master_cost)
 
 
