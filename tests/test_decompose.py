@@ -268,3 +268,20 @@ def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_
         assert r.decomposition_bound is None
     else:
         assert 21_500 + 1.0 < r.decomposition_bound <= 26_000 * (1 + 1e-9)
+
+
+def test_a_period_model_started_after_its_deadline_counts_its_lp_bound(tmp_path):
+    # a period model handed out with the caller's deadline already past does not start its search (before, the
+    # last one beside a search ran its whole share past the caller's limit): its bound is its LP's, never above
+    # what the same model proves when searched
+    import time
+
+    model = model_of(tmp_path, reserved_problem())
+    _, duals = decompose.lp_duals(model)
+    split = decompose.split_by_period(model)
+    tasks, _, _ = decompose.period_tasks(split, decompose.multipliers(split, duals), None, 1e-9)
+    for task in tasks:
+        searched = decompose.solve_period(task)
+        late = decompose.solve_period(dataclasses.replace(task, deadline=time.time() - 1.0))
+        assert searched["bound_from"] == "mip" and late["bound_from"] == "lp"
+        assert late["bound"] <= searched["bound"] + 1e-6
