@@ -20,7 +20,7 @@ solves some seventy times faster (bench ×16: 12.6 s; docs/performance.md,
   column without a period is priced in each week at its monthly price
   shared by the week's hours. Only the bound's strength depends on how
   close they are to the weekly LP's duals (bench ×1 standard, at the
-  period LPs: 12,111,282 against the weekly LP's 12,269,374, −1.3 %);
+  period LPs: 12,110,700 against the weekly LP's 12,269,374, −1.3 %);
 - the **bound**: the periods' LP relaxations at those prices, summed
   with the rest of the Lagrangian (:func:`relaxation_bound`);
 - the **guide** (:func:`point`): the monthly LP's point spread over the
