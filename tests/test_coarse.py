@@ -84,14 +84,11 @@ def test_prices_from_the_monthly_lp_give_the_bounds_worked_by_hand(tmp_path):
     monthly = coarse.solve(model, "highs", None, None, cuts=())
     assert monthly is not None and monthly.lp.objective == pytest.approx(21_500)
     assert len(monthly.model.data.periods) == 2
-    split = decompose.split_by_period(model)
-    prices = coarse.prices(model, split, monthly)
-    tasks, constant, master = decompose.period_tasks(split, prices, None, 1e-9)
-    assert master == pytest.approx(0.0, abs=1e-6)
-    bound, values = coarse.relaxation_bound(tasks, constant, master)
-    assert values == pytest.approx([10_000, 10_000, 750, 750])
+    bound, priced = coarse.priced_periods(model, monthly)
+    assert priced.master == pytest.approx(0.0, abs=1e-6)
+    assert priced.lp_values == pytest.approx([10_000, 10_000, 750, 750])
     assert bound == pytest.approx(21_500)
-    apart = decompose.start(model, None, Inline(), priced=decompose.Priced(tasks, constant, master, values))
+    apart = decompose.start(model, None, Inline(), priced=priced)
     assert apart.collect().bound == pytest.approx(26_000)
     assert backend_solve(model.mip, "highs").objective == pytest.approx(26_000)
     # the guide: what a month holds, each half holds (0.75 reserved unit; on demand 20 GPUs − 6 reserved =
@@ -113,15 +110,12 @@ def test_the_bound_at_monthly_prices_never_exceeds_the_optimum(seed):
     model = presolve.build(pr, build_candidates(pr))
     assert coarse.mergeable(pr)
     monthly = coarse.solve(model, "highs", None, None)
-    split = decompose.split_by_period(model)
-    prices = coarse.prices(model, split, monthly)
-    tasks, constant, master = decompose.period_tasks(split, prices, None, 1e-9)
-    bound, values = coarse.relaxation_bound(tasks, constant, master)
+    bound, priced = coarse.priced_periods(model, monthly)
     lp = decompose.lp_duals(model)[0]
     assert bound <= lp * (1 + 1e-7)
     whole = backend_solve(model.mip, "highs", gap=1e-9)
     assert whole.status == Status.OPTIMAL
-    apart = decompose.start(model, None, Inline(), priced=decompose.Priced(tasks, constant, master, values))
+    apart = decompose.start(model, None, Inline(), priced=priced)
     assert bound - 1e-6 <= apart.collect().bound <= whole.objective * (1 + 1e-7)
 
 

@@ -22,7 +22,7 @@ solves some seventy times faster (bench ×16: 12.6 s; docs/performance.md,
   close they are to the weekly LP's duals (bench ×1 standard, at the
   period LPs: 12,110,700 against the weekly LP's 12,269,374, −1.3 %);
 - the **bound**: the periods' LP relaxations at those prices, summed
-  with the rest of the Lagrangian (:func:`relaxation_bound`);
+  with the rest of the Lagrangian (:func:`priced_periods`);
 - the **guide** (:func:`point`): the monthly LP's point spread over the
   weeks (what a month holds, each of its weeks holds; the hours a month
   runs, its weeks share by their hours). It chooses the configurations to
@@ -36,7 +36,6 @@ and nothing here needs it to be: its optimum is never reported as a bound.
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,10 +62,10 @@ def merge_periods(problem: Problem) -> tuple[Problem, pd.Series] | None:
     ``problem`` (its index), the name of the merged period it went into; or
     None when no two periods share a month (nothing to merge).
     """
+    if not mergeable(problem):
+        return None
     P = problem.periods.reset_index()
     group = (P["month"] != P["month"].shift()).cumsum().to_numpy() - 1
-    if group.max() + 1 == len(P):
-        return None
     P["group"] = group
     names, periods = {}, []
     for g, rows in P.groupby("group", sort=True):
@@ -97,7 +96,6 @@ class Monthly:
     #: per period of the weekly model, the monthly period it is part of
     into: pd.Series
     lp: SolveResult
-    seconds: float
 
 
 def solve(model: Model, solver: str, time_limit: float | None, threads: int | None,
@@ -110,7 +108,6 @@ def solve(model: Model, solver: str, time_limit: float | None, threads: int | No
     """
     from .driver import lift  # the same rows lifted as in the LP relaxation
 
-    t0 = time.perf_counter()
     merged = merge_periods(model.problem)
     if merged is None:
         return None
@@ -119,7 +116,7 @@ def solve(model: Model, solver: str, time_limit: float | None, threads: int | No
     lp = solve_relaxation(monthly.mip, lift(monthly.mip, monthly.mip.arrays()), solver, time_limit, threads)
     if lp.status != Status.OPTIMAL or lp.duals is None or lp.x is None:
         return None
-    return Monthly(monthly, into, lp, time.perf_counter() - t0)
+    return Monthly(monthly, into, lp)
 
 
 def _keys(frame: pd.DataFrame, into: pd.Series | None) -> pd.DataFrame:
@@ -205,11 +202,7 @@ def prices(model: Model, split: decompose.PeriodSplit, monthly: Monthly) -> deco
         has = (at >= 0) & linking[ids]
         y[ids[has]] = y_month[twin.start + at[has]] * factor
     # what each month's rows charge for the columns without a period, at the monthly duals
-    mu_month = []
-    for rows in msplit.local_rows:
-        ym = np.zeros(ma.n_rows)
-        ym[rows] = y_month[rows]
-        mu_month.append(msplit.A.T @ ym)
+    mu_month = decompose.multipliers(msplit, monthly.lp.duals).mu
     g = split.global_columns
     twin_of = np.full(a.n_vars, -1, dtype=np.int64)
     for name, block in model.mip.variables.items():
@@ -231,25 +224,29 @@ def prices(model: Model, split: decompose.PeriodSplit, monthly: Monthly) -> deco
     return decompose.Prices.of(split, y, mu)
 
 
-def relaxation_bound(tasks: list[decompose.PeriodTask], constant: float, master: float | None
-                     ) -> tuple[float | None, list[float]]:
-    """The Lagrangian bound with each period model's LP relaxation: (the bound, each period's LP optimum).
+def priced_periods(model: Model, monthly: Monthly) -> tuple[float | None, decompose.Priced | None]:
+    """The weekly model's period models at the monthly prices (:func:`prices`), and the Lagrangian bound
+    with each period model's LP relaxation.
 
-    A lower bound on the weekly model's optimum (a relaxation of the
-    Lagrangian relaxation); None when a period LP or the master has no
-    optimum.
+    The bound is a lower bound on the weekly model's optimum (a relaxation
+    of the Lagrangian relaxation); the period models, with each one's LP
+    optimum, are what the periods solved apart start from
+    (:func:`optimizer.solve.decompose.start`). (None, None) when a period
+    LP or the master has no optimum.
     """
     from .backends.highspy_backend import solve_highspy
 
+    split = decompose.split_by_period(model)
+    tasks, constant, master = decompose.period_tasks(split, prices(model, split, monthly), None, 1e-9)
     values = []
     for task in tasks:
         r = solve_highspy(None, gap=1e-9, arrays=task.arrays.relaxed())
         if r.status != Status.OPTIMAL:
-            return None, []
+            return None, None
         values.append(float(r.objective))
     if master is None:
-        return None, values
-    return constant + master + float(sum(values)), values
+        return None, None
+    return constant + master + float(sum(values)), decompose.Priced(tasks, constant, master, values)
 
 
 def mergeable(problem: Problem) -> bool:

@@ -362,17 +362,14 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     monthly = coarse.solve(model, solver, seconds, threads)
     if monthly is None:
         return None
-    split = decompose.split_by_period(model)
-    prices = coarse.prices(model, split, monthly)
-    tasks, constant, master = decompose.period_tasks(split, prices, None, 1e-9)
-    bound, values = coarse.relaxation_bound(tasks, constant, master)
+    bound, priced = coarse.priced_periods(model, monthly)
     if bound is None:
         return None
     result = SolveResult(Status.OPTIMAL, solver, objective=bound, bound=bound, x=coarse.point(model, monthly),
                          solve_seconds=time.perf_counter() - t0,
                          message=f"{MONTHLY_NAME} ({monthly.model.mip.n_vars:,} columns, "
                                  f"{len(monthly.model.data.periods)} periods)")
-    return result, decompose.Priced(tasks, constant, master, values)
+    return result, priced
 
 
 def _periods_beside(model: Model, lp: SolveResult, solver: str, seconds: float, gap: float,
@@ -432,20 +429,14 @@ def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None,
     """The periods solved apart at the LP's duals (or the monthly model's ``priced`` periods) on ``executor``
     within ``seconds``; ``result`` takes their bound."""
     duals = lp.duals
-    if priced is not None:
-        t = time.perf_counter()
-        pending = decompose.start(model, None, executor, time_limit=seconds, gap=gap, priced=priced)
-        wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
-        _apply_decomposition(result, pending.collect(wait), gap)
-        return
-    if duals is None:  # a back end that reports no duals: HiGHS solves the LP again for them
+    if duals is None and priced is None:  # a back end that reports no duals: HiGHS solves the LP again for them
         again = decompose.lp_duals(model)
         duals = None if again is None else again[1]
-    if duals is None:
+    if duals is None and priced is None:
         result.message += "; the periods were not solved apart: HiGHS gave no LP duals to price the links with"
         return
     t = time.perf_counter()
-    pending = decompose.start(model, duals, executor, time_limit=seconds, gap=gap, lp_x=lp.x)
+    pending = decompose.start(model, duals, executor, time_limit=seconds, gap=gap, lp_x=lp.x, priced=priced)
     wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
     _apply_decomposition(result, pending.collect(wait), gap)
 
@@ -888,6 +879,18 @@ def _widened(model: Model, a, x: np.ndarray, extra: int, then: np.ndarray | None
     return wide
 
 
+def _rounded_up_commitments(mip, a, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Per commitment family of the model (reserved units, servers bought), ``x``'s counts rounded up, within
+    the bounds of ``a``."""
+    counts = {}
+    for family in COMMITMENTS:
+        if family in mip.variables and mip.variables[family].size:
+            ids = mip.variables[family].ids
+            # an LP count within 1e-6 above an integer is that integer (the LP's own tolerance), not one more
+            counts[family] = np.clip(np.ceil(x[ids] - 1e-6), a.col_lo[ids], a.col_hi[ids])
+    return counts
+
+
 def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: float):
     """The plan ``x`` re-committed to the LP relaxation's commitments rounded up, and :func:`recommit`'s record.
 
@@ -902,12 +905,7 @@ def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: 
     ``x`` already.
     """
     mip = model.mip
-    counts = {}
-    for family in COMMITMENTS:
-        if family in mip.variables and mip.variables[family].size:
-            ids = mip.variables[family].ids
-            # an LP count within 1e-6 above an integer is that integer (the LP's own tolerance), not one more
-            counts[family] = np.clip(np.ceil(lp_x[ids] - 1e-6), a.col_lo[ids], a.col_hi[ids])
+    counts = _rounded_up_commitments(mip, a, lp_x)
     if not counts or all(np.array_equal(v, np.round(x[mip.variables[f].ids])) for f, v in counts.items()):
         return None, {}
     return recommit(model, a, x, counts, time_limit)
@@ -943,10 +941,8 @@ def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
                                                       how="left")["share"].to_numpy()
             v = np.where(np.isnan(f), 0.0, y[block.ids] / np.where(np.isnan(f), 1.0, f))
             y[block.ids] = np.clip(v, fixed.col_lo[block.ids], fixed.col_hi[block.ids])
-    for family in COMMITMENTS:
-        if family in mip.variables and mip.variables[family].size:
-            ids = mip.variables[family].ids
-            y[ids] = np.clip(np.ceil(y[ids] - 1e-6), fixed.col_lo[ids], fixed.col_hi[ids])
+    for family, counts in _rounded_up_commitments(mip, fixed, y).items():
+        y[mip.variables[family].ids] = counts
     return y
 
 
@@ -1148,8 +1144,6 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         steps.append(f"the configurations {source} uses most admit no plan" if x is not None
                      else "the stable model gave no first plan")
     left = time_limit - (time.perf_counter() - t0)
-    if not whole_fits and best_obj is not None and left >= 1.0:
-        left = 0.0  # the time went to the passes over the periods; a search of the whole would end in its root
     result = None
     proof = bound  # the whole stable model's own bound is a proof too
     roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
@@ -1157,7 +1151,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     proof_from = f"that of {_bound_name(lp_name) if source == lp_name else source}"
     if source != lp_name:
         proof_from += ", or the LP relaxation's" if lp_name == LP_NAME else f", or that of {_bound_name(lp_name)}"
-    if left >= 1.0 and open_gap(best_obj):
+    # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
+    # still the last resort
+    if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj):
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                               arrays=a)
         seconds += whole.solve_seconds
