@@ -203,12 +203,14 @@ def test_a_plan_built_period_by_period_from_the_monthly_point(tmp_path):
     # 6 GPUs in the reserved unit. 10,000 + 2 × 8,000 = 26,000, the optimum.
     from optimizer.solve.feasibility import violations
     from optimizer.solve.period_polish import build_by_periods
+    from optimizer.solve.result import SolveResult
 
     model = model_of(tmp_path, halves_problem())
     fixed, start = _monthly_start(model)
     assert model.mip.values("units-reserved", start)["value"].tolist() == [1.0]
     x, record = build_by_periods(model, fixed, start, 30.0)
     assert x is not None and violations(model.mip.arrays(), x) == []
+    assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=record["after"], x=x))
     assert record["after"] == pytest.approx(26_000)
 
 
