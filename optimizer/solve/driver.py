@@ -123,8 +123,9 @@ STAGES_MAX_LP_SHARE = 0.05
 #: under a time limit, on a model with two periods or more in one calendar month, the share of the limit the LP
 #: relaxation may take; past it the monthly model's LP stands in for it (:mod:`optimizer.solve.coarse`: its point
 #: guides, its prices bound; bench ×16: the LP alone takes 891 s, the monthly one 12.6 s; docs/performance.md,
-#: "The monthly model"). A quarter keeps bench ×1's LP (8.8 s idle, up to about 15 s at load 3, 2026-11-27) on its
-#: own path at a 60-s limit, where the LP's bound and duals beat the monthly ones by 1.3 % and more
+#: "The monthly model"). A quarter keeps bench ×1's LP (8.8 s, 2026-11-27, load 1.0–1.3) on its own path at a
+#: 60-s limit, where its bound and duals beat the monthly ones (by 1.3 % on standard); on a machine busy enough to
+#: nearly double that time, the monthly model takes over
 LP_MAX_SHARE = 0.25
 #: when a first plan is made one period after the other (:func:`~optimizer.solve.period_polish.build_by_periods`),
 #: each period's MIP is solved to this gap: the period rounds improve the plan after (bench ×16: 102.07M in 60 s at
