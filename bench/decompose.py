@@ -1,14 +1,16 @@
-"""The bound of the periods solved apart (optimizer/solve/decompose.py) against workers.
+"""The bound of the periods (or the components) solved apart (optimizer/solve/decompose.py) against workers.
 
 Usage::
 
     python bench/decompose.py --problem problems/q3.yaml --workers 1,2
     python bench/decompose.py --family standard --scale 1 --workers 1,2 --period-limit 10
+    python bench/decompose.py --family standard --scale 1 --workers inline --by component --period-limit 5
 
-For each worker count: the LP bound, the bound of the periods solved apart
-at the LP's duals, how many period models were solved to the end, stopped
-on ``--period-limit`` with their own proven bound, or count their LP's,
-and the wall-clock seconds of the period models
+For each worker count: the LP bound, the bound of the parts solved apart
+at the LP's duals, how many part models were solved to the end, stopped
+on ``--period-limit`` (seconds for each part model, whatever the cut)
+with their own proven bound, or count their LP's, and the wall-clock
+seconds of the part models
 (the LP is solved once, before, and timed apart). ``inline`` is this
 process, one model after another; ``N`` is a local Dask cluster of N
 single-threaded worker processes (``--executor processes`` for a process
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--period-limit", type=float, default=None,
                     help="seconds for each period model (default: none, each solved to --gap)")
     ap.add_argument("--gap", type=float, default=1e-4)
+    ap.add_argument("--by", choices=["period", "component"], default="period",
+                    help="the cut: one model per period, or per service and training job")
     args = ap.parse_args(argv)
 
     from optimizer.executors import Dask, Inline, Processes
@@ -81,12 +85,13 @@ def main(argv: list[str] | None = None) -> int:
             ex = Dask(None, int(w)) if args.executor == "dask" else Processes(int(w))
         try:
             t = time.perf_counter()
-            pending = decompose.start(model, duals, ex, gap=args.gap, arrays=a, period_limit=args.period_limit)
+            pending = decompose.start(model, duals, ex, gap=args.gap, arrays=a, part_limit=args.period_limit,
+                                      by=args.by)
             res = pending.collect(None)
             secs = time.perf_counter() - t
         finally:
             ex.close()
-        per = res.periods
+        per = res.parts
         solved = int(((per["bound_from"] == "mip") & (per["status"] == "optimal")).sum())
         stopped = int(((per["bound_from"] == "mip") & (per["status"] != "optimal")).sum())
         at_lp = int((per["bound_from"] == "lp").sum())

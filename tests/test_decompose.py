@@ -57,10 +57,10 @@ def test_the_reservation_example_rises_from_the_lp_bound_to_the_optimum(tmp_path
     lp, duals = decompose.lp_duals(model)
     assert lp == pytest.approx(21_500)
     assert relaxed_bound(model, duals) == pytest.approx(21_500)
-    res = decompose.period_bound(model, duals)
+    res = decompose.lagrangian_bound(model, duals)
     assert res.complete
     assert res.bound == pytest.approx(26_000, rel=1e-6)
-    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 24_000, "p2": 2_000})
+    assert res.parts.set_index("part")["bound"].to_dict() == pytest.approx({"p1": 24_000, "p2": 2_000})
     assert res.master == pytest.approx(0.0, abs=1e-6)
 
 
@@ -70,7 +70,7 @@ def test_the_bound_is_the_lp_without_integrality_and_never_above_the_optimum(tmp
     model = model_of(tmp_path, copy.deepcopy(data))
     lp, duals = decompose.lp_duals(model)
     assert relaxed_bound(model, duals) == pytest.approx(lp, rel=1e-9)
-    res = decompose.period_bound(model, duals)
+    res = decompose.lagrangian_bound(model, duals)
     assert lp - 1e-6 <= res.bound <= optimum * (1 + 1e-6)
 
 
@@ -104,13 +104,13 @@ def test_a_period_model_not_done_in_time_counts_its_lp_bound(tmp_path):
     lp, duals = decompose.lp_duals(model)
     res = decompose.start(model, duals, Never()).collect(timeout=0.0)
     # every period at its LP price: the LP bound again (21,500), never more
-    assert list(res.periods["status"]) == ["not finished", "not finished"]
+    assert list(res.parts["status"]) == ["not finished", "not finished"]
     assert not res.complete
     assert res.bound == pytest.approx(21_500)
     # given the LP's optimum, each period counts its part of it, with no solve: p1 pays its 14 on-demand GPUs
     # (14,000) and its 6 reserved GPUs at 1,000 (6,000), p2 its 6 reserved GPUs at 250 (1,500)
     res = decompose.start(model, duals, Never(), lp_x=relaxation(model).x).collect(timeout=0.0)
-    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
+    assert res.parts.set_index("part")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
     assert res.bound == pytest.approx(21_500)
 
 
@@ -126,7 +126,7 @@ def test_a_weak_bound_of_a_period_model_gives_way_to_its_lp_part(tmp_path):
             import concurrent.futures as cf
 
             f = cf.Future()
-            f.set_result({"period": task.period, "bound": -1e6, "bound_from": "mip", "status": "time-limit",
+            f.set_result({"part": task.part, "bound": -1e6, "bound_from": "mip", "status": "time-limit",
                           "objective": None, "seconds": 0.0})
             return f
 
@@ -138,22 +138,48 @@ def test_a_weak_bound_of_a_period_model_gives_way_to_its_lp_part(tmp_path):
     assert decompose.start(model, duals, Weak()).collect().bound < -1e6
     # with it each period counts its part of the LP optimum (p1 20,000, p2 1,500: the test above), the stronger
     res = decompose.start(model, duals, Weak(), lp_x=relaxation(model).x).collect()
-    assert res.periods.set_index("period")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
-    assert list(res.periods["bound_from"]) == ["lp", "lp"]
+    assert res.parts.set_index("part")["bound"].to_dict() == pytest.approx({"p1": 20_000, "p2": 1_500})
+    assert list(res.parts["bound_from"]) == ["lp", "lp"]
     assert res.bound == pytest.approx(21_500)
+
+def test_models_done_are_read_when_no_time_is_left(tmp_path):
+    # a Dask future asked for its result with a timeout of 0 raises TimeoutError even when it is done; the
+    # collect after a search that used all of its time must still read every model that finished
+    import concurrent.futures as cf
+
+    class DoneButImpatient(cf.Future):
+        def result(self, timeout=None):
+            if timeout is not None:
+                raise cf.TimeoutError
+            return super().result()
+
+    class Impatient:
+        workers = 1
+
+        def submit(self, fn, task):
+            f = DoneButImpatient()
+            f.set_result(fn(task))
+            return f
+
+    model = model_of(tmp_path, reserved_problem())
+    _, duals = decompose.lp_duals(model)
+    res = decompose.start(model, duals, Impatient()).collect(timeout=0.0)
+    assert set(res.parts["status"]) == {"optimal"} and res.complete
+    assert res.bound == pytest.approx(26_000, rel=1e-6)  # the periods' MIPs, worked by hand in the first test
+
 
 def test_dask_and_serial_give_the_same_bound_and_plan(tmp_path):
     model = model_of(tmp_path, reserved_problem())
     _, duals = decompose.lp_duals(model)
-    serial = decompose.period_bound(model, duals, Inline())
+    serial = decompose.lagrangian_bound(model, duals, Inline())
     ex = Dask(None, 2)
     try:
         assert ex.workers == 2
-        on_dask = decompose.period_bound(model, duals, ex)
+        on_dask = decompose.lagrangian_bound(model, duals, ex)
     finally:
         ex.close()
     assert on_dask.bound == serial.bound
-    assert list(on_dask.periods["bound"]) == list(serial.periods["bound"])
+    assert list(on_dask.parts["bound"]) == list(serial.parts["bound"])
 
 
 def test_solve_reports_the_periods_apart_bound_through_the_cli(tmp_path):
@@ -217,7 +243,7 @@ def test_the_periods_bound_takes_the_place_of_the_bound_named_before():
 
     r = SolveResult(Status.FEASIBLE, "highs", objective=100.0, bound=50.0, gap=0.5,
                     message="time limit: a heuristic plan" + driver.BOUND_NAMED.format("the LP's"))
-    periods = pd.DataFrame({"period": ["p1", "p2"], "bound": [30.0, 50.0], "bound_from": ["mip", "lp"],
+    periods = pd.DataFrame({"part": ["p1", "p2"], "bound": [30.0, 50.0], "bound_from": ["mip", "lp"],
                             "status": ["optimal", "not finished"], "objective": [None, None], "seconds": [0.0, 0.0]})
     dec = decompose.DecompositionBound(80.0, periods, 0.0, 0.0, 2, 0.0)
     driver._apply_decomposition(r, dec, 1e-6)
@@ -279,9 +305,9 @@ def test_a_period_model_started_after_its_deadline_counts_its_lp_bound(tmp_path)
     model = model_of(tmp_path, reserved_problem())
     _, duals = decompose.lp_duals(model)
     split = decompose.split_by_period(model)
-    tasks, _, _ = decompose.period_tasks(split, decompose.multipliers(split, duals), None, 1e-9)
+    tasks, _, _ = decompose.part_tasks(split, decompose.multipliers(split, duals), None, 1e-9)
     for task in tasks:
-        searched = decompose.solve_period(task)
-        late = decompose.solve_period(dataclasses.replace(task, deadline=time.time() - 1.0))
+        searched = decompose.solve_part(task)
+        late = decompose.solve_part(dataclasses.replace(task, deadline=time.time() - 1.0))
         assert searched["bound_from"] == "mip" and late["bound_from"] == "lp"
         assert late["bound"] <= searched["bound"] + 1e-6

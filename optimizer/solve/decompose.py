@@ -1,41 +1,51 @@
-"""A proven bound from the periods solved apart: a Lagrangian relaxation of what links them.
+"""Proven bounds from a model cut into parts: a Lagrangian relaxation of what links the parts.
 
-The model is nearly a set of per-period models. What links the periods:
+The model can be cut two ways, each nearly into independent models:
 
-- **linking rows**, whose columns lie in two or more periods: training
-  progress (a job's hours over its window), the stability rows (a
+- **by period** (:func:`split_by_period`): what links the periods are
+  training progress (a job's hours over its window), the stability rows (a
   configuration's replicas over the horizon), replica starts (p against
-  p − 1) and the budget;
-- **global columns**, which have no period: reserved units of a term
-  block, servers bought, a job's configuration, a request class's
-  configuration. They appear in the rows of every period they serve (the
-  capacity of the period's units, a run only on the chosen configuration).
+  p − 1), the budget, and the columns without a period (reserved units of a
+  term block, servers bought, a job's configuration, a request class's
+  configuration);
+- **by component** (:func:`split_by_component`): each inference service
+  and each training job is a part (its replicas, routing, configurations,
+  runs and hours, over the whole horizon), and what links them is the
+  capacity they share: the rows of the units of each offering and period
+  (capacity, quotas, training fit), the budget, and the units themselves
+  (rented, reserved, owned, lanes), which belong to no component.
 
-Copy every global column g into each period p whose rows use it (g_p, with
-g_p = g) and price the links: the linking rows with multipliers y (y ≥ 0 on
-a ``≥`` row, y ≤ 0 on a ``≤`` row, free on an equality) and each copy
-equation with a multiplier μ_{p,g}. What remains falls apart into
+Either way, a **linking row** has columns of two or more parts and a
+**global column** belongs to none. Copy every global column g into each
+part k whose own rows use it (g_k, with g_k = g) and price the links: the
+linking rows with multipliers y (y ≥ 0 on a ``≥`` row, y ≤ 0 on a ``≤``
+row, free on an equality) and each copy equation with a multiplier
+μ_{k,g}. What remains falls apart into
 
-- one **period model** per period p: its own columns at cost c − A_Lᵀy (the
-  linking rows' prices folded into the costs), the copies g_p at cost
-  μ_{p,g}, its own rows, every integrality;
-- a **master** over the global columns at cost c_g − A_L,gᵀy − Σ_p μ_{p,g},
-  with the rows that hold only global columns (one configuration per job,
-  at most N configurations per request class);
+- one **part model** per part k: its own columns at cost c − A_Lᵀy (the
+  linking rows' prices folded into the costs), the copies g_k at cost
+  μ_{k,g}, its own rows, every integrality;
+- a **master** over the global columns at cost c_g − A_L,gᵀy − Σ_k μ_{k,g},
+  with the rows that hold only global columns;
 
 and the bound is the constant c0 + Σ_L y·rhs plus the master's optimum plus
-every period model's optimum. For any such multipliers this is a lower
+every part model's optimum. For any such multipliers this is a lower
 bound on the model's optimum (every plan of the model is a point of the
-relaxation, priced no higher); a period model stopped on its time limit
+relaxation, priced no higher); a part model stopped on its time limit
 contributes its own proven bound, or its LP's. This module takes the
-multipliers from the LP relaxation's duals, y as they are and μ_{p,g} =
-Σ_{rows r of p} A_{r,g}·y_r: with integrality dropped every piece is then
+multipliers from the LP relaxation's duals, y as they are and μ_{k,g} =
+Σ_{rows r of k} A_{r,g}·y_r: with integrality dropped every piece is then
 priced as in the LP and the bound equals the LP optimum (LP duality; the
-tests check it), and with integrality kept each period model rounds its own
-units, replicas and clusters, so the bound is at least the LP's and
-usually above it (q3: +32 %; bench ×1: +1.1 %; docs/performance.md).
+tests check it), and with integrality kept each part model rounds what is
+its own, so the bound is at least the LP's and usually above it. Which cut
+proves more depends on where the integrality bites: a period model holds
+whole units shared by every service of its period (q3: +32 % over the LP;
+bench ×1: +0.9 %), a component model holds one configuration of a request
+class over the whole horizon and whole replicas (q3: +2.2 %; bench ×1
+standard: +2.5 %, in seconds; docs/performance.md, "The components solved
+apart").
 
-The period models are independent: they run on an executor
+The part models are independent: they run on an executor
 (:mod:`optimizer.executors`: in this process, local processes, or a Dask
 cluster) while the driver searches for a plan.
 """
@@ -45,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,20 +68,46 @@ from .result import SolveResult, Status
 
 
 @dataclass
-class PeriodSplit:
-    """Which rows and columns belong to which period (see the module docstring)."""
+class Split:
+    """Which rows and columns belong to which part (see the module docstring)."""
 
     arrays: Arrays
     A: sp.csr_matrix
-    periods: list[str]
-    column_period: np.ndarray  # position of each column's period, −1 for a global column
-    local_rows: list[np.ndarray]  # per period: the rows whose period columns are all in it
-    linking_rows: np.ndarray  # rows with columns of two or more periods
+    #: what the parts are: ``period`` or ``component``, as messages name them
+    kind: str
+    parts: list[str]
+    column_part: np.ndarray  # position of each column's part, −1 for a global column
+    local_rows: list[np.ndarray]  # per part: the rows whose part columns are all in it
+    linking_rows: np.ndarray  # rows with columns of two or more parts
     master_rows: np.ndarray  # rows with global columns only
     global_columns: np.ndarray
 
 
-def split_by_period(model: Model, arrays: Arrays | None = None) -> PeriodSplit:
+def _split(a: Arrays, kind: str, parts: list[str], column_part: np.ndarray) -> Split:
+    """Classify the rows of ``a`` by the parts their columns lie in (``column_part``: each column's part)."""
+    A = sp.csr_matrix((a.vals, (a.rows, a.cols)), shape=(a.n_rows, a.n_vars))
+    A.sum_duplicates()
+    coo = A.tocoo()
+    tp = column_part[coo.col]
+    has = tp >= 0
+    lo = np.full(a.n_rows, np.iinfo(np.int64).max)
+    hi = np.full(a.n_rows, -1, dtype=np.int64)
+    np.minimum.at(lo, coo.row[has], tp[has])
+    np.maximum.at(hi, coo.row[has], tp[has])
+    local = (hi >= 0) & (lo == hi)
+    order = np.argsort(hi, kind="stable")  # the local rows of every part in one pass, not one scan per part
+    cuts = np.searchsorted(hi[order], np.arange(len(parts) + 1))
+    local_sorted = local[order]
+    return Split(
+        arrays=a, A=A, kind=kind, parts=parts, column_part=column_part,
+        local_rows=[np.sort(order[cuts[k]:cuts[k + 1]][local_sorted[cuts[k]:cuts[k + 1]]])
+                    for k in range(len(parts))],
+        linking_rows=np.flatnonzero((hi >= 0) & (lo != hi)),
+        master_rows=np.flatnonzero(hi < 0),
+        global_columns=np.flatnonzero(column_part < 0))
+
+
+def split_by_period(model: Model, arrays: Arrays | None = None) -> Split:
     """Classify the model's columns by period and its rows by the periods their columns lie in."""
     mip = model.mip
     a = arrays if arrays is not None else mip.arrays()
@@ -80,23 +117,32 @@ def split_by_period(model: Model, arrays: Arrays | None = None) -> PeriodSplit:
     for b in mip.variables.values():
         if b.size and "period" in b.coords.columns:
             col_p[b.start:b.start + b.size] = b.coords["period"].map(pos).to_numpy(np.int64)
-    A = sp.csr_matrix((a.vals, (a.rows, a.cols)), shape=(a.n_rows, a.n_vars))
-    A.sum_duplicates()
-    coo = A.tocoo()
-    tp = col_p[coo.col]
-    has = tp >= 0
-    lo = np.full(a.n_rows, np.iinfo(np.int64).max)
-    hi = np.full(a.n_rows, -1, dtype=np.int64)
-    np.minimum.at(lo, coo.row[has], tp[has])
-    np.maximum.at(hi, coo.row[has], tp[has])
-    local = (hi >= 0) & (lo == hi)
-    n = len(P)
-    return PeriodSplit(
-        arrays=a, A=A, periods=P.sort_values("pos")["period"].astype(str).tolist(), column_period=col_p,
-        local_rows=[np.flatnonzero(local & (hi == p)) for p in range(n)],
-        linking_rows=np.flatnonzero((hi >= 0) & (lo != hi)),
-        master_rows=np.flatnonzero(hi < 0),
-        global_columns=np.flatnonzero(col_p < 0))
+    return _split(a, "period", P.sort_values("pos")["period"].astype(str).tolist(), col_p)
+
+
+#: the coordinate that makes a column a component's own: a service's (inference) or a job's (training)
+COMPONENT_KEYS = ("service", "job")
+
+
+def split_by_component(model: Model, arrays: Arrays | None = None) -> Split:
+    """Classify the model's columns by component (each service, each training job; the units of no component)
+    and its rows by the components their columns lie in.
+
+    A part is named ``service <name>`` or ``job <name>``. A column whose
+    block has neither coordinate (the units rented, reserved, owned; the
+    training lanes) is global.
+    """
+    mip = model.mip
+    a = arrays if arrays is not None else mip.arrays()
+    col_k = np.full(a.n_vars, -1, dtype=np.int64)
+    names: dict[str, int] = {}
+    for b in mip.variables.values():
+        key = next((k for k in COMPONENT_KEYS if k in b.coords.columns), None)
+        if not b.size or key is None:
+            continue
+        labels = (key + " " + b.coords[key].astype(str)).to_numpy()
+        col_k[b.start:b.start + b.size] = [names.setdefault(label, len(names)) for label in labels]
+    return _split(a, "component", list(names), col_k)
 
 
 def sign_feasible(y: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray) -> np.ndarray:
@@ -126,10 +172,10 @@ def sub_arrays(a: Arrays, A: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, 
 
 
 @dataclass
-class PeriodTask:
-    """One period model, as plain data an executor can ship to another process or machine."""
+class PartTask:
+    """One part model, as plain data an executor can ship to another process or machine."""
 
-    period: str
+    part: str
     columns: np.ndarray  # the model's columns, in the order of ``arrays``' columns
     arrays: Arrays
     time_limit: float | None
@@ -138,10 +184,14 @@ class PeriodTask:
     #: late gets what is left of its limit (before, the last model beside a search could run its whole share
     #: past the caller's limit, and the caller waited for it: bench x16 ended 7 s past its 600)
     deadline: float | None = None
+    #: how many models the same worker runs after this one before the deadline: a model gets its share of what is
+    #: left, ``(deadline - now) / (later + 1)``, so the time a quick one leaves goes to the slower ones after it
+    #: (most component models solve in a few milliseconds; docs/performance.md, "The components solved apart")
+    later: int = 0
 
 
-def solve_period(task: PeriodTask) -> dict:
-    """Solve one period model with HiGHS; its proven bound (the MIP's, else its LP's) and how it ended.
+def solve_part(task: PartTask) -> dict:
+    """Solve one part model with HiGHS; its proven bound (the MIP's, else its LP's) and how it ended.
 
     Runs wherever the executor puts it; HiGHS only (highspy), so no
     OR-Tools library is loaded beside it.
@@ -152,7 +202,9 @@ def solve_period(task: PeriodTask) -> dict:
     limit = task.time_limit
     if task.deadline is not None:
         left = task.deadline - time.time()
-        limit = left if limit is None else min(limit, left)
+        # its share of what is left (90 %, so that the last one ends in time), or all of it for the last
+        share = left if task.later == 0 else 0.9 * left / (task.later + 1)
+        limit = share if limit is None else min(limit, share)
     if limit is not None and limit < 0.05:  # no time left for its search: its LP still proves
         r = SolveResult(Status.TIME_LIMIT, "highs")
     else:
@@ -164,42 +216,44 @@ def solve_period(task: PeriodTask) -> dict:
         lp = solve_highspy(None, gap=1e-9, arrays=task.arrays.relaxed())
         if lp.status == Status.OPTIMAL:
             bound, how = lp.objective, "lp"
-    return {"period": task.period, "bound": bound, "bound_from": how, "status": r.status.value,
+    return {"part": task.part, "bound": bound, "bound_from": how, "status": r.status.value,
             "objective": r.objective, "seconds": time.perf_counter() - t0}
 
 
 @dataclass
 class DecompositionBound:
-    """The bound of the periods solved apart, and how each period model ended.
+    """The bound of the parts solved apart, and how each part model ended.
 
-    ``bound`` is None when some period model has no bound at all (an
-    unbounded or failed model); ``periods`` has one row per period:
-    ``period, bound, bound_from`` (``mip``: its own proven bound, ``lp``: its
+    ``bound`` is None when some part model has no bound at all (an
+    unbounded or failed model); ``parts`` has one row per part:
+    ``part, bound, bound_from`` (``mip``: its own proven bound, ``lp``: its
     LP relaxation's, ``infeasible``), ``status, seconds``. ``master`` is the
-    master's optimum (None if it did not solve: then no bound).
+    master's bound (None if it had none: then no bound). ``kind``: what the
+    parts are (``period``, ``component``).
     """
 
     bound: float | None
-    periods: pd.DataFrame
+    parts: pd.DataFrame
     master: float | None
     constant: float
     workers: int
     seconds: float
+    kind: str = "period"
 
     @property
     def complete(self) -> bool:
-        """Every period model proved its bound as a MIP (none fell back to its LP)."""
-        return bool(len(self.periods)) and bool((self.periods["bound_from"] == "mip").all())
+        """Every part model proved its bound as a MIP (none fell back to its LP)."""
+        return bool(len(self.parts)) and bool((self.parts["bound_from"] == "mip").all())
 
 
 class Pending:
-    """Period models handed to an executor; :meth:`collect` sums their bounds."""
+    """Part models handed to an executor; :meth:`collect` sums their bounds."""
 
-    def __init__(self, tasks: list[PeriodTask], futures: list, constant: float, master: float | None,
-                 workers: int, lp_values: list[float] | None = None):
+    def __init__(self, tasks: list[PartTask], futures: list, constant: float, master: float | None,
+                 workers: int, lp_values: list[float] | None = None, kind: str = "period"):
         self.tasks, self.futures = tasks, futures
         self.constant, self.master, self.workers = constant, master, workers
-        self.lp_values = lp_values
+        self.lp_values, self.kind = lp_values, kind
         self.t0 = time.perf_counter()
 
     def collect(self, timeout: float | None = None) -> DecompositionBound:
@@ -215,7 +269,10 @@ class Pending:
         for i, (task, fut) in enumerate(zip(self.tasks, self.futures)):
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
             try:
-                row = fut.result(timeout=left)
+                # a model done is read whatever time is left: a Dask future asked with a timeout of 0 raises
+                # TimeoutError even when done (bench x1 on 2 workers: every one of 52 finished models was
+                # counted at its LP bound)
+                row = fut.result() if fut.done() else fut.result(timeout=left)
                 if (self.lp_values is not None and row["bound"] is not None and row["bound_from"] == "mip"
                         and row["bound"] < self.lp_values[i]):
                     # a model stopped before its root LP reports a weak bound of its own (bench x1 with
@@ -226,15 +283,15 @@ class Pending:
             except TimeoutError:  # concurrent.futures' and Dask's: the model is still running there
                 fut.cancel()
                 if self.lp_values is not None:
-                    row = {"period": task.period, "bound": self.lp_values[i], "bound_from": "lp", "objective": None,
+                    row = {"part": task.part, "bound": self.lp_values[i], "bound_from": "lp", "objective": None,
                            "seconds": 0.0}
                 else:
                     relaxed = dataclasses.replace(task, arrays=task.arrays.relaxed(), time_limit=None)
-                    row = solve_period(relaxed)
+                    row = solve_part(relaxed)
                     row["bound_from"] = "lp" if row["bound"] is not None else row["bound_from"]
                 row["status"] = "not finished"
                 rows.append(row)
-        df = pd.DataFrame(rows, columns=["period", "bound", "bound_from", "status", "objective", "seconds"])
+        df = pd.DataFrame(rows, columns=["part", "bound", "bound_from", "status", "objective", "seconds"])
         infeasible = (df["bound_from"] == "infeasible").any()
         if infeasible:
             total = math.inf
@@ -243,7 +300,7 @@ class Pending:
         else:
             total = self.constant + self.master + float(df["bound"].sum())
         return DecompositionBound(total, df, self.master, self.constant, self.workers,
-                                  time.perf_counter() - self.t0)
+                                  time.perf_counter() - self.t0, self.kind)
 
 
 @dataclass
@@ -263,7 +320,7 @@ class Prices:
     master_cost: np.ndarray
 
     @classmethod
-    def of(cls, split: PeriodSplit, y: np.ndarray, mu: list[np.ndarray]) -> "Prices":
+    def of(cls, split: Split, y: np.ndarray, mu: list[np.ndarray]) -> "Prices":
         """The pieces' costs at linking-row multipliers ``y`` (of the right sign, zero off the linking rows)
         and copy prices ``mu``."""
         a, A = split.arrays, split.A
@@ -276,7 +333,7 @@ class Prices:
         return cls(constant, cost, mu, master_cost)
 
 
-def multipliers(split: PeriodSplit, duals: np.ndarray) -> Prices:
+def multipliers(split: Split, duals: np.ndarray) -> Prices:
     """Every piece priced at the row multipliers ``duals`` (the LP relaxation's; see the module docstring):
     the linking rows at their own, each copy μ_{p,g} at what period p's rows charge for column g."""
     a, A = split.arrays, split.A
@@ -291,68 +348,106 @@ def multipliers(split: PeriodSplit, duals: np.ndarray) -> Prices:
     return Prices.of(split, yL, mu)
 
 
-def period_tasks(split: PeriodSplit, prices: Prices, time_limit: float | None, gap: float):
-    """The period models at ``prices`` and the rest of the bound (constant and master optimum)."""
+def part_tasks(split: Split, prices: Prices, time_limit: float | None, gap: float,
+               master_limit: float | None = None):
+    """The part models at ``prices`` and the rest of the bound (constant and the master's bound, searched here
+    for at most ``master_limit`` seconds: a bound however it ends)."""
     from .backends.highspy_backend import solve_highspy
 
     a, A = split.arrays, split.A
     tasks = []
     for p, rows in enumerate(split.local_rows):
-        cols = np.union1d(np.flatnonzero(split.column_period == p), A[rows].indices)
-        c = np.where(split.column_period[cols] == p, prices.cost[cols], prices.mu[p][cols])
-        tasks.append(PeriodTask(split.periods[p], cols, sub_arrays(a, A, rows, cols, c), time_limit, gap))
+        cols = np.union1d(np.flatnonzero(split.column_part == p), A[rows].indices)
+        c = np.where(split.column_part[cols] == p, prices.cost[cols], prices.mu[p][cols])
+        tasks.append(PartTask(split.parts[p], cols, sub_arrays(a, A, rows, cols, c), time_limit, gap))
     g = split.global_columns
     master: float | None = 0.0
-    if len(g):  # a small MIP (one configuration per job and per request class): solved here
-        r = solve_highspy(None, gap=1e-9, arrays=sub_arrays(a, A, split.master_rows, g, prices.master_cost[g]))
-        master = float(r.bound) if r.status.has_plan and r.bound is not None else None
+    if len(g):  # a small MIP (periods: a configuration per job and per class; components: the units), solved here
+        r = solve_highspy(None, time_limit=master_limit, gap=1e-9,
+                          arrays=sub_arrays(a, A, split.master_rows, g, prices.master_cost[g]))
+        master = float(r.bound) if r.bound is not None and np.isfinite(r.bound) else None
     return tasks, a.c0 + prices.constant, master
 
 
 @dataclass
 class Priced:
-    """Period models priced elsewhere (:mod:`optimizer.solve.coarse`), with the rest of their bound and each
-    period model's LP optimum, which a period not finished in time counts."""
+    """Part models priced elsewhere (:mod:`optimizer.solve.coarse`), with the rest of their bound and each
+    part model's LP optimum, which a part not finished in time counts (None: not had, such a part's LP is
+    solved when the bound is collected)."""
 
-    tasks: list[PeriodTask]
+    tasks: list[PartTask]
     constant: float
     master: float | None
-    lp_values: list[float]
+    lp_values: list[float] | None
+    kind: str = "period"
 
 
 def start(model: Model, duals: np.ndarray | None, executor, time_limit: float | None = None, gap: float = 1e-6,
-          arrays: Arrays | None = None, period_limit: float | None = None, lp_x: np.ndarray | None = None,
-          priced: Priced | None = None) -> Pending:
-    """Hand the period models at ``duals`` to ``executor``; they run while the caller goes on.
+          arrays: Arrays | None = None, part_limit: float | None = None, lp_x: np.ndarray | None = None,
+          priced: Priced | None = None, by: str = "period", split: Split | None = None, after: int = 0, deadline: float | None = None
+          ) -> Pending:
+    """Hand the part models at ``duals`` to ``executor``; they run while the caller goes on.
 
-    ``time_limit``: wall-clock seconds for all of them; each gets its share
-    of the executor's workers (``time_limit`` ÷ ⌈periods ÷ workers⌉, 90 % of
-    it, so the last ones end in time). ``period_limit``: seconds for each
-    instead. ``lp_x``: the LP optimum whose ``duals`` these are; a period
-    not finished in time then counts its part of it (its LP optimum at
-    these prices, by complementary slackness) instead of solving its LP.
-    ``priced``: instead of ``duals``, period models priced elsewhere
-    (:mod:`optimizer.solve.coarse`); a period not finished in time counts
-    its LP optimum at those prices.
+    ``by``: the cut, ``period`` (:func:`split_by_period`) or ``component``
+    (:func:`split_by_component`), or the ``split`` made already. ``time_limit``: wall-clock seconds for
+    all of them; each model gets, when it starts, its share of what is left
+    to the worker that runs it (:attr:`PartTask.later`). ``part_limit``:
+    seconds for each instead. ``lp_x``: the LP optimum whose ``duals`` these
+    are; a part not finished in time then counts its share of it (its LP
+    optimum at these prices, by complementary slackness) instead of solving
+    its LP. ``priced``: instead of ``duals``, part models priced elsewhere
+    (:mod:`optimizer.solve.coarse`); a part not finished in time counts its
+    LP optimum at those prices. ``after``: how many models the caller will
+    hand the executor after these, under the same ``deadline`` (wall clock,
+    ``time.time()``; default: ``time_limit`` from now), so that each model's
+    share counts them (another cut's models queued behind).
     """
-    n = len(model.data.periods) if priced is None else len(priced.tasks)
-    waves = max(1, math.ceil(n / max(1, executor.workers)))
-    each = period_limit if period_limit is not None else (
-        None if time_limit is None else max(0.2, 0.9 * time_limit / waves))
+    if time_limit is not None and deadline is None:
+        deadline = time.time() + time_limit
     lp_values = None
     if priced is None:
-        split = split_by_period(model, arrays)
-        tasks, constant, master = period_tasks(split, multipliers(split, duals), each, gap)
+        split = split if split is not None else SPLITS[by](model, arrays)
+        tasks, constant, master = part_tasks(split, multipliers(split, duals), part_limit, gap,
+                                             master_limit=time_limit)
         if lp_x is not None:
             lp_values = [float(t.arrays.c @ lp_x[t.columns]) for t in tasks]
+        kind = split.kind
     else:
-        tasks = [dataclasses.replace(t, time_limit=each, gap=gap) for t in priced.tasks]
-        constant, master, lp_values = priced.constant, priced.master, list(priced.lp_values)
-    if time_limit is not None and period_limit is None:
-        deadline = time.time() + time_limit
-        tasks = [dataclasses.replace(t, deadline=deadline) for t in tasks]
-    futures = [executor.submit(solve_period, t) for t in tasks]
-    return Pending(tasks, futures, constant, master, executor.workers, lp_values)
+        tasks = [dataclasses.replace(t, time_limit=part_limit, gap=gap) for t in priced.tasks]
+        constant, master, lp_values, kind = priced.constant, priced.master, priced.lp_values, priced.kind
+    if deadline is not None and part_limit is None:
+        workers, n = max(1, executor.workers), len(tasks) + after
+        tasks = [dataclasses.replace(t, deadline=deadline, later=(n - 1 - i) // workers) for i, t in enumerate(tasks)]
+    futures = [executor.submit(solve_part, t) for t in tasks]
+    return Pending(tasks, futures, constant, master, executor.workers, lp_values, kind)
+
+
+#: the cuts :func:`start` knows, by name
+SPLITS = {"period": split_by_period, "component": split_by_component}
+#: the cuts the solve driver hands out, in this order, one queue under one deadline: the component models first,
+#: most of which solve in milliseconds and whose bound is the higher on the bench families (bench x1 standard at
+#: the LP's duals: +2.5 % over the LP against +0.9 % for the periods), then the period models, the higher where
+#: whole units shared by several services hold the gap (q3: +32 % against +2.2 %; docs/performance.md, "The
+#: components solved apart")
+CUTS = ("component", "period")
+
+
+def start_cuts(model: Model, duals: np.ndarray | None, executor, time_limit: float | None, gap: float,
+               lp_x: np.ndarray | None = None, priced: Sequence[Priced] = ()) -> list[Pending]:
+    """Every cut of :data:`CUTS` at ``duals`` (or the models ``priced`` elsewhere, in their order) handed to
+    ``executor`` as one queue that ends within ``time_limit`` seconds; one :class:`Pending` per cut."""
+    deadline = None if time_limit is None else time.time() + time_limit
+    out = []
+    if priced:
+        for i, p in enumerate(priced):
+            out.append(start(model, None, executor, time_limit, gap, priced=p, deadline=deadline,
+                             after=sum(len(q.tasks) for q in priced[i + 1:])))
+        return out
+    splits = [SPLITS[by](model) for by in CUTS]
+    for i, split in enumerate(splits):
+        out.append(start(model, duals, executor, time_limit, gap, lp_x=lp_x, split=split, deadline=deadline,
+                         after=sum(len(q.parts) for q in splits[i + 1:])))
+    return out
 
 
 def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndarray] | None:
@@ -366,9 +461,10 @@ def lp_duals(model: Model, arrays: Arrays | None = None) -> tuple[float, np.ndar
     return r.objective, r.duals
 
 
-def period_bound(model: Model, duals: np.ndarray | None = None, executor=None, time_limit: float | None = None,
-                 gap: float = 1e-6) -> DecompositionBound:
-    """The bound of the periods solved apart, at ``duals`` (the LP's when None), waiting for every period."""
+def lagrangian_bound(model: Model, duals: np.ndarray | None = None, executor=None, time_limit: float | None = None,
+                     gap: float = 1e-6, by: str = "period") -> DecompositionBound:
+    """The bound of the parts (``by`` period or component) solved apart, at ``duals`` (the LP's when None),
+    waiting for every part."""
     from ..executors import Inline
 
     a = model.mip.arrays()
@@ -377,5 +473,5 @@ def period_bound(model: Model, duals: np.ndarray | None = None, executor=None, t
         if lp is None:
             raise ValueError("the LP relaxation has no optimum: no multipliers to price the links with")
         duals = lp[1]
-    pending = start(model, duals, executor or Inline(), time_limit, gap, arrays=a)
+    pending = start(model, duals, executor or Inline(), time_limit, gap, arrays=a, by=by)
     return pending.collect(None if time_limit is None else time_limit + 5.0)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
-from .decompose import PeriodSplit, sub_arrays, split_by_period
+from .decompose import Split, sub_arrays, split_by_period
 from .feasibility import objective, violations
 
 
@@ -56,17 +56,17 @@ class PeriodRestriction:
     rows: np.ndarray | None = None  # the model's rows the restriction keeps, in its order
 
 
-def restriction(split: PeriodSplit, A_csc, p: int, x: np.ndarray, time_limit: float | None) -> PeriodRestriction:
+def restriction(split: Split, A_csc, p: int, x: np.ndarray, time_limit: float | None) -> PeriodRestriction:
     """Period ``p``'s columns free, every other column fixed at ``x`` (its share of each row moved to the bounds)."""
     a, A = split.arrays, split.A
-    cols = np.flatnonzero(split.column_period == p)
+    cols = np.flatnonzero(split.column_part == p)
     rows = np.unique(A_csc[:, cols].indices)
     rest = x.copy()
     rest[cols] = 0.0
     shift = A[rows] @ rest
     sub = sub_arrays(a, A, rows, cols, a.c[cols])
     sub = dataclasses.replace(sub, row_lo=a.row_lo[rows] - shift, row_hi=a.row_hi[rows] - shift)
-    return PeriodRestriction(split.periods[p], cols, sub, x[cols].copy(), time_limit, rows)
+    return PeriodRestriction(split.parts[p], cols, sub, x[cols].copy(), time_limit, rows)
 
 
 def solve_restriction(task: PeriodRestriction) -> dict:
@@ -93,7 +93,7 @@ def polish_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, ex
     executor = executor or Inline()
     split = split_by_period(model, a)
     A_csc = split.A.tocsc()
-    n = len(split.periods)
+    n = len(split.parts)
     best = np.asarray(x, dtype=float).copy()
     before = objective(a, best)
     kept = 0
@@ -105,7 +105,7 @@ def polish_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, ex
             r = solve_restriction(restriction(split, A_csc, p, best, max(0.5, left / (n - p))))
             if r["x"] is not None:
                 cand = best.copy()
-                cand[split.column_period == p] = r["x"]
+                cand[split.column_part == p] = r["x"]
                 if objective(a, cand) < objective(a, best) - 1e-9 and not violations(a, cand, limit=1):
                     best, kept = cand, kept + 1
     else:
@@ -165,7 +165,7 @@ def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.n
         new[mip.variables[family].ids] = values
     split = split_by_period(model, a)
     A_csc = split.A.tocsc()
-    n = len(split.periods)
+    n = len(split.parts)
     record = {"periods": n, "before": objective(a, x), "after": None}
     for p in range(n):
         left = time_limit - (time.perf_counter() - t0)
@@ -173,7 +173,7 @@ def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.n
         r = solve_restriction(restriction(split, A_csc, p, new, left / (n - p))) if left > 0 else {"x": None}
         if r["x"] is None:
             return None, {**record, "seconds": time.perf_counter() - t0}
-        new[split.column_period == p] = r["x"]
+        new[split.column_part == p] = r["x"]
     if violations(a, new, limit=1):
         return None, {**record, "seconds": time.perf_counter() - t0}
     return new, {**record, "after": objective(a, new), "seconds": time.perf_counter() - t0}
@@ -220,7 +220,7 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
     new = np.asarray(x, dtype=float).copy()
     split = split_by_period(model, a)
     A_csc = split.A.tocsc()
-    n = len(split.periods)
+    n = len(split.parts)
     progress = np.zeros(a.n_rows, bool)
     block = model.mip.constraints.get("training-progress")
     if block is not None:
@@ -234,7 +234,7 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
         sub = task.arrays
         here = progress[task.rows]
         # the periods after this one count only on the lower side of the progress rows (see the docstring)
-        after = split.A[task.rows] @ np.where(split.column_period > p, new, 0.0)
+        after = split.A[task.rows] @ np.where(split.column_part > p, new, 0.0)
         lo = np.where(here, np.minimum(sub.row_lo, _most_progress(sub)), sub.row_lo + after)
         sub = dataclasses.replace(sub, row_lo=lo, row_hi=sub.row_hi + after)
         r = solve_highspy(None, time_limit=task.time_limit, gap=gap, arrays=sub)
@@ -312,7 +312,7 @@ def _routed_to_demand(model: Model, split, p: int, x: np.ndarray) -> None:
     rows = demand.ids
     sub = A[rows]
     coo = sub.tocoo()
-    mine = is_routing[coo.col] & (split.column_period[coo.col] == p)
+    mine = is_routing[coo.col] & (split.column_part[coo.col] == p)
     if not mine.any():
         return
     routed = np.zeros(len(rows))
