@@ -81,7 +81,7 @@ def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, thr
                 "handover_s": res.build_seconds,
                 "solve_s": res.solve_seconds, "extract_audit_s": t5 - t4, "audit_s": t5 - t_audit, "total_s": t5 - t0,
                 "audit_violations": len(violations), "audit_first": violations[:3],
-                "message": res.message[:200]})
+                "message": res.message})
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
     row["mem_mb"] = max(me, kids)

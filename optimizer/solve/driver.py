@@ -108,14 +108,15 @@ LEAF_THREADS = True
 #: (:mod:`optimizer.solve.period_polish`) may use: the re-commit before the fix-and-optimize rounds, and the period
 #: rounds after them, before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
-#: under a time limit and with an executor, the share of the time after the LP kept for the periods solved
-#: apart (:mod:`optimizer.solve.decompose`), after the search
+#: under a time limit and with an executor, the share of the time after the LP kept for the components and periods
+#: solved apart (:mod:`optimizer.solve.decompose`), after the search (not on the monthly model's path, where they
+#: run beside the search)
 DECOMPOSITION_SHARE = 0.2
 #: under a time limit, on a model whose LP relaxation took too long for the stages (:data:`STAGES_MAX_LP_SHARE`),
-#: the periods are solved apart (:mod:`optimizer.solve.decompose`, at the LP's duals) on the CPU the heuristics
-#: leave idle, beside them, for a bound (bench ×1 standard at 60 s: docs/performance.md, "The periods solved
-#: apart beside the heuristics")
-PERIODS_BESIDE = True
+#: the components and the periods are solved apart (:mod:`optimizer.solve.decompose`, at the LP's duals) on the CPU
+#: the heuristics leave idle, beside them, for a bound (bench ×1 standard at 60 s: docs/performance.md, "The
+#: periods solved apart beside the heuristics", "The components solved apart")
+PARTS_BESIDE = True
 #: under a time limit, the stages of :func:`solve_stable` run only when the LP relaxation took at most this
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
@@ -266,10 +267,12 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     so what costs more is cut off from the start, and the result is never
     dearer than it. ``leaf_bounds``: bounds of the exact split's leaves
     carried from elsewhere (:func:`optimizer.solve.split.exact_split`). With an ``executor``
-    (:mod:`optimizer.executors`), the period models of
+    (:mod:`optimizer.executors`), the component and period models of
     :mod:`optimizer.solve.decompose` run on it at the LP's duals after the
-    search, in :data:`DECOMPOSITION_SHARE` of the time, and their bound
-    (``decomposition_bound``) proves where it is the best.
+    search, in :data:`DECOMPOSITION_SHARE` of the time (on the monthly
+    model's path: at its prices, beside the search, for all of its time),
+    and the best of their bounds (``decomposition_bound``) proves where it
+    is the best.
     """
     t0 = time.perf_counter()
     if executor is not None and executor.workers > 1:
@@ -278,7 +281,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # a model with weeks in a month has a monthly model to stand in for its LP: the LP gets a share of the limit
     capped = time_limit is not None and coarse.mergeable(model.problem)
     lp = relaxation(model, solver, LP_MAX_SHARE * time_limit if capped else time_limit, threads)
-    lp_name, priced = LP_NAME, None
+    lp_name, priced = LP_NAME, ()
     if capped and lp.status == Status.TIME_LIMIT:
         monthly = _monthly(model, solver, time_limit - (time.perf_counter() - t0), threads)
         if monthly is not None:
@@ -291,16 +294,26 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         return result
     left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
     apart = executor is not None and lp_bound is not None and len(model.data.periods) > 1
-    if apart and left is not None:
+    # on the monthly path the parts take the workers for the whole search, which runs in this process: its
+    # passes over the periods gain little there (bench x16: 0.3 % in 250 s) and gave the same plan without
+    # workers, while the component models raise the bound with every second they get (docs/performance.md,
+    # "The components solved apart")
+    workers_beside = apart and bool(priced) and left is not None
+    if apart and not workers_beside and left is not None:
         # the periods are solved apart after the search, in their own share: on this machine's cores they
         # would slow the search down, and on shared workers the period rounds would queue behind them
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
     # the LP stopped on its share took too long by definition, however little of the limit that share was
-    too_long = priced is not None or lp_took_too_long(left, lp.solve_seconds)
-    periods = (_periods_beside(model, lp, solver, left, gap, threads, priced)
-               if not apart and stable and lp_bound is not None and too_long else None)
+    too_long = bool(priced) or lp_took_too_long(left, lp.solve_seconds)
+    beside = (_parts_beside(model, lp, solver, left, gap, threads, priced)
+              if not apart and stable and lp_bound is not None and too_long else None)
+    where = "on the CPU beside the search"
+    if workers_beside:
+        beside = None, decompose.start_cuts(model, None, executor, left, gap, priced=priced)
+        where = f"on {executor.workers} worker{'s' if executor.workers > 1 else ''} beside the search"
+        executor = None  # the search's own rounds stay in this process
     try:
         if stable:
             result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
@@ -312,8 +325,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
             result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads,
                                    start=start)
     except BaseException:
-        if periods is not None:  # the period models not started are dropped; the running one ends on its limit
-            periods[0].close()
+        if beside is not None and beside[0] is not None:  # the part models not started are dropped; the
+            beside[0].close()                               # running one ends on its limit
         raise
     if incumbent is not None and (not result.status.has_plan or result.objective > incumbent.objective + 1e-9):
         # the search ended on its limit with nothing better (or without a plan): the known plan, with its bound
@@ -329,17 +342,19 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # a first plan returned at its target leaves HiGHS ending its current stage in the background (within the
     # limit it was given): the solve is over when that run is
     settle_background()
-    if apart:
+    if apart and not workers_beside:
         _solve_apart(model, lp, executor, None if time_limit is None else time_limit - (time.perf_counter() - t0),
                      gap, result, priced)
-    if periods is not None:
-        pool, pending = periods
+    if beside is not None:
+        pool, pendings = beside
         try:
-            # each period model was given its share of the time the search had: at most one is still running
-            _apply_decomposition(result, pending.collect(max(0.0, time_limit - (time.perf_counter() - t0))), gap,
-                                 where="on the CPU beside the search")
+            # each part model was given its share of the time the search had: at most one is still running
+            for pending in pendings:
+                _apply_decomposition(result, pending.collect(max(0.0, time_limit - (time.perf_counter() - t0))),
+                                     gap, where=where)
         finally:
-            pool.close()
+            if pool is not None:
+                pool.close()
     return result
 
 
@@ -350,7 +365,7 @@ def _bound_name(lp_name: str) -> str:
 
 
 def _monthly(model: Model, solver: str, seconds: float, threads: int | None
-             ) -> tuple[SolveResult, decompose.Priced] | None:
+             ) -> tuple[SolveResult, tuple[decompose.Priced, ...]] | None:
     """The monthly model's LP standing in for the LP relaxation of ``model`` (:mod:`optimizer.solve.coarse`).
 
     A result like the LP relaxation's: its ``x`` the monthly point spread
@@ -364,37 +379,38 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     monthly = coarse.solve(model, solver, seconds, threads)
     if monthly is None:
         return None
-    bound, priced = coarse.priced_periods(model, monthly)
+    bound, periods = coarse.priced_periods(model, monthly)
     if bound is None:
         return None
+    components = coarse.priced_components(model, monthly)
     result = SolveResult(Status.OPTIMAL, solver, objective=bound, bound=bound, x=coarse.point(model, monthly),
                          solve_seconds=time.perf_counter() - t0,
                          message=f"{MONTHLY_NAME} ({monthly.model.mip.n_vars:,} columns, "
                                  f"{len(monthly.model.data.periods)} periods)")
-    return result, priced
+    return result, tuple(p for p in (components, periods) if p is not None)
 
 
-def _periods_beside(model: Model, lp: SolveResult, solver: str, seconds: float, gap: float,
-                    threads: int | None, priced: decompose.Priced | None = None):
-    """The periods solved apart at the LP's duals (:func:`optimizer.solve.decompose.start`) on a thread of their
-    own for ``seconds``, while the heuristics of :func:`_fixed_configurations` run on the other CPU:
-    (the pool, the pending period models), or None.
+def _parts_beside(model: Model, lp: SolveResult, solver: str, seconds: float, gap: float,
+                  threads: int | None, priced: Sequence[decompose.Priced] = ()):
+    """The components, then the periods, solved apart at the LP's duals (or the monthly model's ``priced``
+    models; :func:`optimizer.solve.decompose.start_cuts`) on a thread of their own for ``seconds``, while the
+    heuristics of :func:`_fixed_configurations` run on the other CPU: (the pool, one pending cut each), or None.
 
     HiGHS searches the heuristics' MIPs on one CPU, so the second is idle
     for all of their time (bench ×1 standard: about 45 s of 60). Their
     bound, a Lagrangian one at the LP's duals, is never below the LP's and
     proves where it is the best (docs/performance.md, "The periods solved
-    apart" and "The periods solved apart beside the heuristics"). Only with
-    HiGHS, on a machine of two CPUs or more, not when the caller asked for
-    one thread, and for a model of several periods whose LP gave duals
-    (:data:`PERIODS_BESIDE`).
+    apart", "The periods solved apart beside the heuristics" and "The
+    components solved apart"). Only with HiGHS, on a machine of two CPUs or
+    more, not when the caller asked for one thread, and for a model of
+    several periods whose LP gave duals (:data:`PARTS_BESIDE`).
     """
-    if not PERIODS_BESIDE or (lp.duals is None and priced is None) or len(model.data.periods) < 2:
+    if not PARTS_BESIDE or (lp.duals is None and not priced) or len(model.data.periods) < 2:
         return None
     pool = _beside_pool(solver, threads)
     if pool is None:
         return None
-    return pool, decompose.start(model, lp.duals, pool, time_limit=seconds, gap=gap, lp_x=lp.x, priced=priced)
+    return pool, decompose.start_cuts(model, lp.duals, pool, seconds, gap, lp_x=lp.x, priced=priced)
 
 
 def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | None:
@@ -427,20 +443,20 @@ def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> Solv
 
 
 def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
-                 result: SolveResult, priced: decompose.Priced | None = None) -> None:
-    """The periods solved apart at the LP's duals (or the monthly model's ``priced`` periods) on ``executor``
-    within ``seconds``; ``result`` takes their bound."""
+                 result: SolveResult, priced: Sequence[decompose.Priced] = ()) -> None:
+    """The components and the periods solved apart at the LP's duals (or the monthly model's ``priced`` models)
+    on ``executor`` within ``seconds``; ``result`` takes the best bound."""
     duals = lp.duals
-    if duals is None and priced is None:  # a back end that reports no duals: HiGHS solves the LP again for them
+    if duals is None and not priced:  # a back end that reports no duals: HiGHS solves the LP again for them
         again = decompose.lp_duals(model)
         duals = None if again is None else again[1]
-    if duals is None and priced is None:
+    if duals is None and not priced:
         result.message += "; the periods were not solved apart: HiGHS gave no LP duals to price the links with"
         return
     t = time.perf_counter()
-    pending = decompose.start(model, duals, executor, time_limit=seconds, gap=gap, lp_x=lp.x, priced=priced)
-    wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
-    _apply_decomposition(result, pending.collect(wait), gap)
+    for pending in decompose.start_cuts(model, duals, executor, seconds, gap, lp_x=lp.x, priced=priced):
+        wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
+        _apply_decomposition(result, pending.collect(wait), gap)
 
 
 #: the clause by which a heuristic path's message names the source of its bound (:func:`_fixed_configurations`);
@@ -454,23 +470,26 @@ _BOUND_NAMED = re.compile(re.escape(BOUND_NAMED).replace(re.escape("{}"), "[^()]
 
 def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float,
                          where: str | None = None) -> None:
-    """Record the period models' bound and prove with it where it is the best (the message says so, and
-    ``where`` they ran: by default on the executor's workers)."""
-    n = len(dec.periods)
-    fell_back = int((dec.periods["bound_from"] != "mip").sum())
+    """Record the part models' bound and prove with it where it is the best (the message says so, and
+    ``where`` they ran: by default on the executor's workers). Of several decompositions (by component, by
+    period), ``decomposition_bound`` keeps the best."""
+    n = len(dec.parts)
+    fell_back = int((dec.parts["bound_from"] != "mip").sum())
     where = where or f"on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
-    how = (f"{n} period models {where}"
+    how = (f"{n} {dec.kind} models {where}"
            + (f", {fell_back} of them at their LP bound (not proven above it in time)" if fell_back else ""))
+    what = f"the {dec.kind}s solved apart"
     if dec.bound is None or not np.isfinite(dec.bound):
-        result.message += f"; the periods solved apart gave no bound ({how})"
+        result.message += f"; {what} gave no bound ({how})"
         return
     if result.status.has_plan and bound_error(result.objective, dec.bound):
-        # above a plan's cost: round-off in a period model, never a proof
-        result.message += f"; the periods solved apart gave {dec.bound:,.2f}, above the plan: not used ({how})"
+        # above a plan's cost: round-off in a part model, never a proof
+        result.message += f"; {what} gave {dec.bound:,.2f}, above the plan: not used ({how})"
         return
-    result.decomposition_bound = dec.bound
+    if result.decomposition_bound is None or dec.bound > result.decomposition_bound:
+        result.decomposition_bound = dec.bound
     if _raise_bound(result, dec.bound):
-        result.message = _BOUND_NAMED.sub("", result.message) + f"; the bound is the periods solved apart ({how})"
+        result.message = _BOUND_NAMED.sub("", result.message) + f"; the bound is {what} ({how})"
         _proven_if_within(result, gap)
 
 
