@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     head = ["scale", "solver", "vars", "int", "rows", "nnz", "build", "handover", "solve", "total", "status",
-            "objective", "bound", "gap%", "LP bound", "periods apart", "mem MB", "audit"]
+            "objective", "bound", "gap%", "LP bound", "solved apart", "mem MB", "audit"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     out = open(args.json, "a") if args.json else None

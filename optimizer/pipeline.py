@@ -82,7 +82,7 @@ def run(
     Never raises on a solver outcome: an infeasible or failed solve is a plan
     with that status and a reason. Anything else that goes wrong is a bug
     and propagates (the command line reports it as an internal error).
-    ``executor`` (:mod:`optimizer.executors`): where the period models of the
+    ``executor`` (:mod:`optimizer.executors`): where the part models of the
     decomposition bound run (none: no decomposition). ``known``: plans
     already in hand (a sweep's solved neighbours), each used as the search's
     first incumbent only if it meets every row of this problem's model

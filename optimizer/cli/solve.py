@@ -65,8 +65,8 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     With --workers N > 1 or --executor dask, the leaves of the exact split
     (one stable solve per configuration and commitment count) run side by
     side on the workers, the period rounds of the search run there, and the
-    periods are also solved apart after the search (a Lagrangian bound;
-    docs/performance.md).
+    services and training jobs, then the periods, are also solved apart
+    after the search (a Lagrangian bound; docs/formulation.md).
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")

@@ -211,7 +211,7 @@ def to_table(plan: Plan, wide: bool = False) -> str:
             f" ({pr.horizon_months:.1f} months)",
             f"bound      {_money(r.bound, cur)}   gap {gap}   (relaxation {_money(r.relaxation_bound, cur)}, "
             f"root {_money(r.root_bound, cur)}"
-            + (f", periods apart {_money(r.decomposition_bound, cur)}" if r.decomposition_bound is not None else "")
+            + (f", solved apart {_money(r.decomposition_bound, cur)}" if r.decomposition_bound is not None else "")
             + ")",
         ]
     lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "

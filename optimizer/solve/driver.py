@@ -371,8 +371,8 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     A result like the LP relaxation's: its ``x`` the monthly point spread
     over the periods (the guide), its objective and bound the Lagrangian
     bound of the periods' LP relaxations at the monthly prices (a proof),
-    no duals; and the period models at those prices, for the periods
-    solved apart. None when the monthly model's LP or that bound is not
+    no duals; and the component and period models at those prices, for the
+    parts solved apart (components first). None when the monthly model's LP or that bound is not
     had (then nothing stands in).
     """
     t0 = time.perf_counter()
