@@ -325,8 +325,9 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
             result = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=threads,
                                    start=start)
     except BaseException:
-        if beside is not None and beside[0] is not None:  # the part models not started are dropped; the
-            beside[0].close()                               # running one ends on its limit
+        # the part models not started beside are dropped; the running one ends on its limit
+        if beside is not None and beside[0] is not None:
+            beside[0].close()
         raise
     if incumbent is not None and (not result.status.has_plan or result.objective > incumbent.objective + 1e-9):
         # the search ended on its limit with nothing better (or without a plan): the known plan, with its bound
@@ -372,8 +373,8 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     over the periods (the guide), its objective and bound the Lagrangian
     bound of the periods' LP relaxations at the monthly prices (a proof),
     no duals; and the component and period models at those prices, for the
-    parts solved apart (components first). None when the monthly model's LP or that bound is not
-    had (then nothing stands in).
+    parts solved apart (components first). None when the monthly model's
+    LP or that bound is not had (then nothing stands in).
     """
     t0 = time.perf_counter()
     monthly = coarse.solve(model, solver, seconds, threads)
