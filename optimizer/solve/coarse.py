@@ -168,13 +168,10 @@ def point(model: Model, monthly: Monthly) -> np.ndarray:
 def prices(model: Model, split: decompose.Split, monthly: Monthly) -> decompose.Prices:
     """Lagrangian prices of the weekly model's links, read off the monthly LP's duals.
 
-    - A linking row (no period of its own: training progress, a stability
-      sum, the budget) takes the dual of its monthly twin, times the ratio
-      of the numbers of periods where its terms are quantities held
-      through a period (a month of a replica is priced, a week of it is
-      priced about a quarter as much); the rows of :data:`PER_HOUR_ROWS`
-      take it as it is. A row without a twin (replica starts between two
-      weeks of one month) is not priced.
+    - A linking row without a period of its own (training progress, a
+      stability sum, the budget) takes its multiplier from
+      :func:`row_duals`. A linking row with a period (replica starts, p
+      against p − 1) is not priced.
     - A column without a period (reserved units, servers, a configuration)
       is priced in week w of month m at μ_{m,g}·h_w/h_m, μ_{m,g} being what
       the month's rows charge for it at the monthly duals.
@@ -187,20 +184,13 @@ def prices(model: Model, split: decompose.Split, monthly: Monthly) -> decompose.
     mm = monthly.model
     ma = mm.mip.arrays()
     msplit = decompose.split_by_period(mm, ma)
-    y_month = decompose.sign_feasible(np.asarray(monthly.lp.duals, float), ma.row_lo, ma.row_hi)
-    ratio = len(msplit.parts) / len(split.parts)
-    y = np.zeros(a.n_rows)
-    linking = np.zeros(a.n_rows, bool)
-    linking[split.linking_rows] = True
-    for name, block in model.mip.constraints.items():
-        twin = mm.mip.constraints.get(name)
-        ids = block.ids
-        if twin is None or not block.size or "period" in block.coords.columns or not linking[ids].any():
-            continue
-        at = _twins(block.coords, twin.coords, None)
-        factor = 1.0 if name in PER_HOUR_ROWS else ratio
-        has = (at >= 0) & linking[ids]
-        y[ids[has]] = y_month[twin.start + at[has]] * factor
+    # the linking rows without a period of their own, at their monthly twins' duals (:func:`row_duals`)
+    priced = np.zeros(a.n_rows, bool)
+    priced[split.linking_rows] = True
+    for block in model.mip.constraints.values():
+        if block.size and "period" in block.coords.columns:
+            priced[block.ids] = False
+    y = np.where(priced, decompose.sign_feasible(row_duals(model, monthly), a.row_lo, a.row_hi), 0.0)
     # what each month's rows charge for the columns without a period, at the monthly duals
     mu_month = decompose.multipliers(msplit, monthly.lp.duals).mu
     g = split.global_columns
@@ -230,8 +220,9 @@ def row_duals(model: Model, monthly: Monthly) -> np.ndarray:
     A row of week w in month m takes its twin's dual times h_w/h_m (the
     twin prices a month of what the row holds, the week holds it for h_w of
     those hours); a row without a period takes it times the ratio of the
-    numbers of periods, as in :func:`prices`, and the rows of
-    :data:`PER_HOUR_ROWS` take it as it is. A row without a twin gets 0.
+    numbers of periods where its terms are quantities held through a
+    period (a month of a replica is priced, a week of it about a quarter as
+    much), and the rows of :data:`PER_HOUR_ROWS` take it as it is. A row without a twin gets 0.
     Any multipliers of the right sign give a valid bound; these are what
     :func:`optimizer.solve.decompose.multipliers` prices a cut at where the
     weekly LP's duals are not had (the component cut; bench ×1 standard:
