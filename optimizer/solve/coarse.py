@@ -222,8 +222,9 @@ def row_duals(model: Model, monthly: Monthly) -> np.ndarray:
     those hours); a row without a period takes it times the ratio of the
     numbers of periods where its terms are quantities held through a
     period (a month of a replica is priced, a week of it about a quarter as
-    much), and the rows of :data:`PER_HOUR_ROWS` take it as it is. A row without a twin gets 0.
-    Any multipliers of the right sign give a valid bound; these are what
+    much), and the rows of :data:`PER_HOUR_ROWS` take it as it is. A row
+    without a twin gets 0. Any multipliers of the right sign give a valid
+    bound; these are what
     :func:`optimizer.solve.decompose.multipliers` prices a cut at where the
     weekly LP's duals are not had (the component cut; bench ×1 standard:
     12,533,332 at these against 12,578,454 at the weekly LP's duals).

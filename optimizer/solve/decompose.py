@@ -134,15 +134,18 @@ def split_by_component(model: Model, arrays: Arrays | None = None) -> Split:
     """
     mip = model.mip
     a = arrays if arrays is not None else mip.arrays()
-    col_k = np.full(a.n_vars, -1, dtype=np.int64)
-    names: dict[str, int] = {}
+    ids, labels = [], []
     for b in mip.variables.values():
         key = next((k for k in COMPONENT_KEYS if k in b.coords.columns), None)
-        if not b.size or key is None:
-            continue
-        labels = (key + " " + b.coords[key].astype(str)).to_numpy()
-        col_k[b.start:b.start + b.size] = [names.setdefault(label, len(names)) for label in labels]
-    return _split(a, "component", list(names), col_k)
+        if b.size and key is not None:
+            ids.append(b.ids)
+            labels.append((key + " " + b.coords[key].astype(str)).to_numpy())
+    col_k = np.full(a.n_vars, -1, dtype=np.int64)
+    if not ids:
+        return _split(a, "component", [], col_k)
+    codes, names = pd.factorize(np.concatenate(labels))  # parts numbered in order of first appearance
+    col_k[np.concatenate(ids)] = codes
+    return _split(a, "component", [str(n) for n in names], col_k)
 
 
 def sign_feasible(y: np.ndarray, row_lo: np.ndarray, row_hi: np.ndarray) -> np.ndarray:
@@ -308,10 +311,10 @@ class Prices:
     """Every piece of the Lagrangian relaxation priced (see the module docstring).
 
     ``constant``: Σ y·rhs of the priced linking rows (the model's constant
-    not included); ``cost``: the period columns' costs c − A_Lᵀy; ``mu``:
-    per period, the copies' costs μ_{p,g} (zero but at the global columns);
+    not included); ``cost``: the part columns' costs c − A_Lᵀy; ``mu``:
+    per part, the copies' costs μ_{k,g} (zero but at the global columns);
     ``master_cost``: the global columns' costs in the master,
-    c_g − A_L,gᵀy − Σ_p μ_{p,g}.
+    c_g − A_L,gᵀy − Σ_k μ_{k,g}.
     """
 
     constant: float
@@ -335,7 +338,7 @@ class Prices:
 
 def multipliers(split: Split, duals: np.ndarray) -> Prices:
     """Every piece priced at the row multipliers ``duals`` (the LP relaxation's; see the module docstring):
-    the linking rows at their own, each copy μ_{p,g} at what period p's rows charge for column g."""
+    the linking rows at their own, each copy μ_{k,g} at what part k's rows charge for column g."""
     a, A = split.arrays, split.A
     y = sign_feasible(np.asarray(duals, float), a.row_lo, a.row_hi)
     yL = np.zeros(a.n_rows)
@@ -344,7 +347,7 @@ def multipliers(split: Split, duals: np.ndarray) -> Prices:
     for rows in split.local_rows:
         yp = np.zeros(a.n_rows)
         yp[rows] = y[rows]
-        mu.append(A.T @ yp)  # μ_{p,g} for the global columns; the period's own columns ignore it
+        mu.append(A.T @ yp)  # μ_{k,g} for the global columns; the part's own columns ignore it
     return Prices.of(split, yL, mu)
 
 
@@ -384,8 +387,8 @@ class Priced:
 
 def start(model: Model, duals: np.ndarray | None, executor, time_limit: float | None = None, gap: float = 1e-6,
           arrays: Arrays | None = None, part_limit: float | None = None, lp_x: np.ndarray | None = None,
-          priced: Priced | None = None, by: str = "period", split: Split | None = None, after: int = 0, deadline: float | None = None
-          ) -> Pending:
+          priced: Priced | None = None, by: str = "period", split: Split | None = None, after: int = 0,
+          deadline: float | None = None) -> Pending:
     """Hand the part models at ``duals`` to ``executor``; they run while the caller goes on.
 
     ``by``: the cut, ``period`` (:func:`split_by_period`) or ``component``

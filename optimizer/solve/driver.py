@@ -298,7 +298,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # passes over the periods gain little there (bench x16: 0.3 % in 250 s) and gave the same plan without
     # workers, while the component models raise the bound with every second they get (docs/performance.md,
     # "The components solved apart")
-    workers_beside = apart and bool(priced) and left is not None
+    workers_beside = apart and lp_name == MONTHLY_NAME and left is not None
     if apart and not workers_beside and left is not None:
         # the periods are solved apart after the search, in their own share: on this machine's cores they
         # would slow the search down, and on shared workers the period rounds would queue behind them
@@ -306,7 +306,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
     # the LP stopped on its share took too long by definition, however little of the limit that share was
-    too_long = bool(priced) or lp_took_too_long(left, lp.solve_seconds)
+    too_long = lp_name == MONTHLY_NAME or lp_took_too_long(left, lp.solve_seconds)
     beside = (_parts_beside(model, lp, solver, left, gap, threads, priced)
               if not apart and stable and lp_bound is not None and too_long else None)
     where = "on the CPU beside the search"

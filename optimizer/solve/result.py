@@ -79,8 +79,8 @@ class SolveResult:
     relaxation_bound: float | None = None
     #: the back end's dual bound when its root node finished (before any branching), if it reports one
     root_bound: float | None = None
-    #: the best bound of the model cut into parts solved apart (components or periods, :mod:`optimizer.solve.decompose`),
-    #: when the driver ran it
+    #: the best bound of the model cut into parts solved apart (components or periods,
+    #: :mod:`optimizer.solve.decompose`), when the driver ran it
     decomposition_bound: float | None = None
     #: an LP's row duals (reduced costs c − Aᵀy), where the back end solved an LP to optimality and reports them
     duals: np.ndarray | None = field(default=None, repr=False)
