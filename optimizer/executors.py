@@ -36,13 +36,24 @@ CONNECT_TIMEOUT = "15s"
 
 
 class Inline:
-    """Runs each task when it is submitted, in this process; its future is already done."""
+    """Runs each task when it is submitted, in this process; its future is already done.
+
+    ``stop`` (an event another thread sets when it needs the results no
+    longer): once set, a task submitted is not run, and its future raises
+    ``TimeoutError``, as a task not finished in time does elsewhere.
+    """
 
     workers = 1
 
+    def __init__(self, stop: threading.Event | None = None):
+        self.stop = stop
+
     def submit(self, fn, arg) -> cf.Future:
         fut: cf.Future = cf.Future()
-        fut.set_result(fn(arg))
+        if self.stop is not None and self.stop.is_set():
+            fut.set_exception(TimeoutError("not started: stopped by the caller"))
+        else:
+            fut.set_result(fn(arg))
         return fut
 
     def close(self) -> None:

@@ -212,3 +212,91 @@ def test_dask_and_serial_give_the_same_component_bound():
         ex.close()
     assert on_dask.bound == pytest.approx(serial.bound, rel=1e-9)
     assert list(on_dask.parts["part"]) == list(serial.parts["part"])
+
+
+def test_a_stopped_inline_executor_starts_nothing_and_each_part_counts_its_lp_share():
+    # the event set before the cuts are handed out: no part model runs, each counts its part of the LP (its LP
+    # optimum at the LP's duals, by complementary slackness), so the bound is at least the LP's
+    import threading
+
+    model = generated(0)
+    a = model.mip.arrays()
+    from optimizer.solve.backends.highspy_backend import solve_highspy
+
+    lp = solve_highspy(None, gap=1e-9, arrays=a.relaxed())
+    stop = threading.Event()
+    stop.set()
+    ran = []
+    real = decompose.solve_part
+    try:
+        decompose.solve_part = lambda task: ran.append(task) or real(task)
+        pendings = decompose.start_cuts(model, lp.duals, Inline(stop), 30.0, 1e-6, lp_x=lp.x)
+    finally:
+        decompose.solve_part = real
+    assert ran == []
+    for p in pendings:
+        res = p.collect(0.0)
+        assert set(res.parts["status"]) == {"not finished"} and set(res.parts["bound_from"]) == {"lp"}
+        assert res.bound >= lp.objective - 1e-6 * abs(lp.objective)
+
+
+def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restrictions_cannot(tmp_path, monkeypatch):
+    # FLIP on the fixed-configuration path with a search (tests/test_executable_plans.py): the restriction (B
+    # in both periods) gives 1,200 and proves it for itself only; the caller's bound is 700 (the plan without
+    # limits). On the second CPU the stable model with its floors is searched first; here it stops on its share
+    # with nothing (a large model's search), and the CPU goes on with the cuts at the LP's duals. FLIP is one
+    # service, so its component model is the whole model and proves the optimum, 1,100 (A in both periods,
+    # worked by hand in test_one_service_rises_to_the_optimum_where_the_periods_do_not). The whole stable
+    # model's search is made to end with nothing after the cuts are done (a large model's, on its limit):
+    # the plan is the restriction's 1,200, its bound 1,100, gap 100 / 1,200, and the message names the cut.
+    # (Built without the valid inequalities, as in that test: with them the LP's duals put the units' cost on
+    # the unit floors, rows of the units alone that the master keeps, and the component model sees its units
+    # free: 700.)
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+    from test_executable_plans import assert_plan_audited, spy_on_solves
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr), cuts=())
+    a = model.mip.arrays()
+    free = a.copy_bounds()
+    ids = model.mip.variables["config-used"].ids
+    free.col_lo[ids] = free.col_hi[ids] = 1.0
+    free.row_hi[model.mip.constraints["stability-configurations"].ids] = len(ids)
+    unlimited = backend_solve(model.mip, "highs", gap=1e-9, arrays=free)
+    assert unlimited.objective == pytest.approx(700)  # A in p1, B in p2
+    lp = driver.relaxation(model, "highs")
+    assert lp.objective < 1_100 - 1.0
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    cuts_done = __import__("threading").Event()
+    real_cuts = driver.decompose.start_cuts
+
+    def cuts(*args, **kw):
+        out = real_cuts(*args, **kw)
+        cuts_done.set()
+        return out
+
+    monkeypatch.setattr(driver.decompose, "start_cuts", cuts)
+    real = driver.backend_solve
+    seen = {"floors": 0, "whole": 0}
+
+    def spy(*args, **kw):
+        if len(kw["arrays"].row_lo) > len(a.row_lo):  # the floors' rows: the search beside, stopped with nothing
+            seen["floors"] += 1
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        if kw["arrays"] is a:  # the whole stable model's search, once the cuts beside are done
+            seen["whole"] += 1
+            assert cuts_done.wait(60.0)
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+                                     lp_x=lp.x, duals=lp.duals)
+    assert_plan_audited(model, r)
+    assert seen == {"floors": 1, "whole": 1}
+    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
+    assert r.bound == pytest.approx(1_100, rel=1e-6) and r.gap == pytest.approx(100 / 1_200, rel=1e-6)
+    assert r.decomposition_bound == pytest.approx(1_100, rel=1e-6)
+    assert "the bound is the components solved apart (1 component model on the CPU beside the search)" in r.message
+    assert "(the bound is the plan without stability limits" not in r.message

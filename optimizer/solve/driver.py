@@ -52,12 +52,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import threading
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..executors import Lending, Threads, cpus, loan
+from ..executors import Inline, Lending, Threads, cpus, loan
 from ..model.presolve import Model
 from ..model.strengthen import config_floor
 from . import coarse, decompose
@@ -96,6 +97,11 @@ BOUND_BESIDE = True
 #: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
 #: with all; docs/performance.md, "Configuration floors")
 BESIDE_SHARE = 0.25
+#: on the fixed-configuration path with the LP's duals at hand, the CPU of the floors' search goes on, once that
+#: search has had its share, with the components and the periods solved apart at those duals, until the time limit
+#: (:func:`_bound_beside`; bench x1 standard at 600 s: docs/performance.md, "The components solved apart on every
+#: heuristic path")
+CUTS_AFTER_FLOORS = True
 #: while the configuration relaxation guides (:func:`solve_stable`), the same relaxation with whole units is solved
 #: beside it on the CPU it leaves idle, for its bound (q3 + default catalog at 60 s: bound 61,146 -> 62,862), and
 #: when that one is proven with time left, the model without stability limits after it (:func:`_relaxations_beside`;
@@ -318,7 +324,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         if stable:
             result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                                   executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
-                                  lp_bound=lp_bound, lp_name=lp_name)
+                                  lp_bound=lp_bound, lp_name=lp_name, duals=lp.duals)
         else:
             if start is None and incumbent is not None:
                 start = incumbent.x
@@ -477,7 +483,7 @@ def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound,
     n = len(dec.parts)
     fell_back = int((dec.parts["bound_from"] != "mip").sum())
     where = where or f"on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
-    how = (f"{n} {dec.kind} models {where}"
+    how = (f"{n} {dec.kind} model{'' if n == 1 else 's'} {where}"
            + (f", {fell_back} of them at their LP bound (not proven above it in time)" if fell_back else ""))
     what = f"the {dec.kind}s solved apart"
     if dec.bound is None or not np.isfinite(dec.bound):
@@ -513,7 +519,8 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
                  guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None,
                  incumbent: SolveResult | None = None, leaf_bounds=None,
-                 lp_bound: float | None = None, lp_name: str = LP_NAME) -> SolveResult:
+                 lp_bound: float | None = None, lp_name: str = LP_NAME,
+                 duals: np.ndarray | None = None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
     1. *Unlimited*: every ``config-used`` fixed to 1 and the limit rows
@@ -535,6 +542,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     Every bound proven on the way stands: stage 1 solved on to the
     requested gap keeps the guide's bound when its own run, stopped on its
     limit, proves less.
+
+    ``duals``: the LP relaxation's row duals (``guide`` is its point). On
+    the fixed-configuration path with a search, the components and the
+    periods are solved apart at them on the CPU beside, after the floors'
+    search (:func:`_bound_beside`).
 
     ``incumbent`` (a stable plan the caller has, :func:`known_plan`) starts
     stage 1 (with every configuration allowed) and is the split's first best
@@ -598,7 +610,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                        first.bound, first.solve_seconds,
                                        source="the configuration relaxation" if has else "the LP relaxation",
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=held)
+                                       busy=held, duals=duals)
         if held is not None:
             _held_bound(result, held.result(), gap)
         return result
@@ -639,7 +651,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor, search=True,
-                                     root=first.root_bound)
+                                     root=first.root_bound, duals=duals)
     split = _split(model, a, first, solver,
                    None if time_limit is None else time_limit - (time.perf_counter() - t0),
                    gap, threads, incumbent, executor, carried, first_gap=guide_gap)
@@ -653,7 +665,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         return _fixed_configurations(model, a, first.x, solver, left, gap, threads, first.bound,
                                      first.solve_seconds, source="the plan without stability limits",
-                                     lp_x=guide, executor=executor, search=True, root=first.root_bound)
+                                     lp_x=guide, executor=executor, search=True, root=first.root_bound,
+                                     duals=duals)
     if guide_gap > gap and first.status.has_plan:
         # no split: the plan without limits must prove by itself (stages 2 and 3 aim at its bound), so it
         # is solved on to the requested gap, from the guide
@@ -777,8 +790,11 @@ class _Beside:
 
     pool: Threads
     future: object
+    #: set when the caller asks for the result: what runs beside starts nothing more (a run that watches it)
+    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     def result(self):
+        self.stop.set()
         try:
             return self.future.result()
         finally:
@@ -788,11 +804,13 @@ class _Beside:
         return self.future.done()
 
     @classmethod
-    def start(cls, solver: str, threads: int | None, run) -> _Beside | None:
+    def start(cls, solver: str, threads: int | None, run, stop: threading.Event | None = None) -> _Beside | None:
         """``run()`` (a solve) on a thread of its own (:func:`_beside_pool`), or None where nothing may run
-        beside the caller's solve."""
+        beside the caller's solve. ``stop``: the event ``run`` watches, set when the caller asks for its result."""
         pool = _beside_pool(solver, threads)
-        return None if pool is None else cls(pool, pool.submit(lambda _: run(), None))
+        if pool is None:
+            return None
+        return cls(pool, pool.submit(lambda _: run(), None), stop if stop is not None else threading.Event())
 
 
 def _beside_pool(solver: str, threads: int | None) -> Threads | None:
@@ -867,25 +885,58 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
 
 
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
-                  threads: int | None) -> _Beside | None:
-    """The stable model with its configuration floors (:func:`optimizer.model.strengthen.config_floor`)
-    searched from the plan ``x`` on a CPU of its own, for ``time_limit`` seconds (the caller gives it
-    :data:`BESIDE_SHARE` of its time), or None.
+                  threads: int | None, deadline: float | None = None, duals: np.ndarray | None = None,
+                  lp_x: np.ndarray | None = None) -> _Beside | None:
+    """Bounds for the fixed-configuration path, searched on a CPU of its own, one after the other, or None.
 
-    For the fixed-configuration path, whose own searches are of
-    restrictions (their bounds prove nothing for the stable model) and run
-    on one CPU: the second searches the stable model itself, whose bound is
-    a proof, and the floors raise that bound where the model without
-    stability limits cannot reach (q3 with the default catalog at 60 s:
-    56,505 → 59,663; docs/performance.md, "Configuration floors").
+    1. The stable model with its configuration floors
+       (:func:`optimizer.model.strengthen.config_floor`) searched from the
+       plan ``x`` for ``time_limit`` seconds (the caller gives it
+       :data:`BESIDE_SHARE` of its time). The path's own searches are of
+       restrictions (their bounds prove nothing for the stable model) and
+       run on one CPU: the second searches the stable model itself, whose
+       bound is a proof, and the floors raise that bound where the model
+       without stability limits cannot reach (q3 with the default catalog
+       at 60 s: 56,505 → 59,663; docs/performance.md, "Configuration
+       floors").
+    2. Then, given the LP relaxation's ``duals`` (and its point ``lp_x``),
+       the components and the periods solved apart at those duals
+       (:func:`optimizer.solve.decompose.start_cuts`) until ``deadline`` (a
+       ``time.perf_counter()`` value: the end of the caller's limit), on the
+       same CPU, which the floors' search would otherwise leave idle for
+       the rest of the time (:data:`CUTS_AFTER_FLOORS`). Their bound
+       (each service and training job whole over the horizon, each period's
+       units whole) is at least the LP's; where the LP is fast enough for
+       this path but the model too large to prove, it is the best bound had
+       (bench ×1 standard at 600 s: docs/performance.md, "The components
+       solved apart on every heuristic path").
+
+    The result is (the floors' search, one
+    :class:`~optimizer.solve.decompose.DecompositionBound` per cut solved).
     HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`BOUND_BESIDE`).
     """
     if not BOUND_BESIDE or time_limit < 1.0:
         return None
     floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
-    return _Beside.start(solver, threads, lambda: backend_solve(model.mip, solver=solver, time_limit=time_limit,
-                                                                gap=gap, threads=1, start=x, arrays=floors))
+    cuts = (CUTS_AFTER_FLOORS and duals is not None and deadline is not None
+            and len(model.data.periods) > 1)
+
+    stop = threading.Event()
+
+    def run():
+        searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
+                                 arrays=floors)
+        left = None if deadline is None else deadline - time.perf_counter()
+        if not cuts or left < 1.0 or stop.is_set():
+            return searched, []
+        # in this thread, one model after the other, each with its share of what is left until the deadline;
+        # once the caller has its plan (it asks for this result) no model starts, and those not started count
+        # their part of the LP
+        pendings = decompose.start_cuts(model, duals, Inline(stop), left, gap, lp_x=lp_x)
+        return searched, [pending.collect(0.0) for pending in pendings]
+
+    return _Beside.start(solver, threads, run, stop)
 
 
 def _widened(model: Model, a, x: np.ndarray, extra: int, then: np.ndarray | None = None):
@@ -973,7 +1024,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
                           root: float | None = None, busy: _Beside | None = None,
-                          lp_name: str = LP_NAME) -> SolveResult:
+                          lp_name: str = LP_NAME, duals: np.ndarray | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -1009,11 +1060,13 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
        (with ``search``: only when the restriction's search ended before the
        limit).
 
-    Every plan here is a stable plan. The bound reported is the better of
+    Every plan here is a stable plan. The bound reported is the best of
     ``bound`` (the model without stability limits, or the configuration
     relaxation; the driver raises it to the LP relaxation's where that is
-    higher), the search beside's and the whole stable model's own bound
-    from step 3; the restriction's and the rounds' bounds prove
+    higher), the searches beside (with ``search``: the stable model with its
+    floors, then, given the LP's ``duals``, the components and the periods
+    solved apart at them; :func:`_bound_beside`) and the whole stable
+    model's own bound from step 3; the restriction's and the rounds' bounds prove
     nothing for the stable model. The root bound reported is the better of
     ``root`` (the model without limits' root) and the whole stable model's
     root, never the restriction's.
@@ -1090,7 +1143,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                      + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
         # one search beside at a time: not while the caller's still runs on the second CPU (``busy``)
-        beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads)
+        beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads,
+                                deadline=t0 + time_limit, duals=duals, lp_x=lp_x)
                   if search and open_gap(best_obj) and (busy is None or busy.done()) else None)
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
@@ -1198,8 +1252,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     elif left < 1.0 and best_obj is not None and open_gap(best_obj):
         steps.append("no time was left to search the whole stable model, with other configurations"
                      if search else "no time was left to search the whole stable model: a heuristic plan")
+    cuts = []
     if beside is not None:
-        floors = beside.result()
+        floors, cuts = beside.result()
         roots.append(floors.root_bound)
         if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
             proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
@@ -1220,4 +1275,6 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal: " if proven else TIME_LIMIT_SAID) + "; ".join(steps) +
                       ("" if proven else BOUND_NAMED.format(proof_from)))
+    for dec in cuts:  # solved apart on the floors' CPU after its search: the best bound proves, named as such
+        _apply_decomposition(result, dec, gap, where="on the CPU beside the search")
     return result
