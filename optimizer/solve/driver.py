@@ -984,21 +984,6 @@ def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: 
     return recommit(model, a, x, counts, time_limit)
 
 
-def _recommit(model: Model, fixed, lp_x: np.ndarray, time_limit: float, lp_name: str, steps: list[str],
-              plan: list) -> float:
-    """The plan ``plan`` ([x, its cost], updated in place) re-committed to the LP's commitments rounded up
-    (:func:`_commit_as_lp`, within ``time_limit``) where that is cheaper, with a step said in ``steps``;
-    returns the seconds it took."""
-    t = time.perf_counter()
-    x, cost = plan
-    x_lp, rec = _commit_as_lp(model, fixed, x, lp_x, time_limit)
-    if x_lp is not None and rec["after"] < cost - 1e-9:
-        steps.append(f"then {lp_name}'s commitments, rounded up, with every period re-solved against them, "
-                     f"from {cost:,.2f}")
-        plan[:] = [x_lp, rec["after"]]
-    return time.perf_counter() - t
-
-
 def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
     """The point ``x`` of a relaxation with its choices without a period made whole, for
     :func:`~optimizer.solve.period_polish.build_by_periods`.
@@ -1153,7 +1138,6 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             break
     if first.status.has_plan:
         best_x, best_obj = first.x, first.objective
-        plan = [best_x, best_obj]  # the best plan and its cost, as :func:`_recommit` leaves them
         steps.append((f"configurations fixed to those {source} uses most" if x is not None
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
@@ -1163,18 +1147,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                                 deadline=t0 + time_limit, duals=duals, lp_x=lp_x)
                   if search and open_gap(best_obj) and (busy is None or busy.done()) else None)
         if search and left >= 1.0 and open_gap(best_obj):
-            # the first plan's commitments are those its back end's first incumbent happened to take; re-committed
-            # to the LP's, rounded up, the search starts where the rounds would (bench x1 training-heavy at 600 s:
-            # 42.6M, the search from it 18.1M; docs/performance.md, "The components solved apart on every
-            # heuristic path")
-            if lp_x is not None:
-                seconds += _recommit(model, fixed, lp_x, PERIOD_SHARE * left, lp_name, steps, plan)
-                best_x, best_obj = plan
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
             # against 84,124 after the rounds; docs/performance.md). Its bound proves nothing for the
             # stable model: only its plan is kept
-            left = max(1.0, time_limit - (time.perf_counter() - t0))
             inside = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                                    arrays=fixed)
             seconds += inside.solve_seconds
@@ -1201,8 +1177,13 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                 proven = widened.status == Status.OPTIMAL
         elif left >= 1.0 and open_gap(best_obj):
             if lp_x is not None:
-                seconds += _recommit(model, fixed, lp_x, PERIOD_SHARE * left, lp_name, steps, plan)
-                best_x, best_obj = plan
+                t = time.perf_counter()
+                x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
+                seconds += time.perf_counter() - t
+                if x_lp is not None and rec["after"] < best_obj - 1e-9:
+                    steps.append(f"then {lp_name}'s commitments, rounded up, with every period "
+                                 f"re-solved against them, from {best_obj:,.2f}")
+                    best_x, best_obj = x_lp, rec["after"]
                 left = time_limit - (time.perf_counter() - t0)
             if whole_fits:
                 t = time.perf_counter()
