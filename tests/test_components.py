@@ -300,3 +300,42 @@ def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restriction
     assert r.decomposition_bound == pytest.approx(1_100, rel=1e-6)
     assert "the bound is the components solved apart (1 component model on the CPU beside the search)" in r.message
     assert "(the bound is the plan without stability limits" not in r.message
+
+
+def test_the_guide_is_skipped_where_the_lp_leaves_it_too_little_time(tmp_path, monkeypatch):
+    # With 100 s left after the LP: the model without limits guides the split only while the LP took at most 1 %
+    # of the limit (1 s of 101 s); past 5 % (5.3 s of 106 s) no stage runs for any model; between, a model no
+    # split can take keeps its own path (the configuration relaxation). Without a limit, always the stages; the
+    # monthly model's LP standing in: never.
+    from optimizer.solve import driver
+
+    pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
+    model = presolve.build(pr, build_candidates(pr))
+    lp = driver.LP_NAME
+    assert not driver.heuristics_only(model, 100.0, 1.0, lp)          # 1.0 <= 0.01 × 101
+    assert driver.heuristics_only(model, 100.0, 1.02, lp)             # 1.02 > 0.01 × 101.02
+    assert not driver.heuristics_only(model, None, 50.0, lp)
+    assert driver.heuristics_only(model, 100.0, 0.0, driver.MONTHLY_NAME)
+    monkeypatch.setattr(driver, "too_wide_to_split", lambda m: True)
+    assert not driver.heuristics_only(model, 100.0, 5.0, lp)          # 5.0 <= 0.05 × 105: its own path
+    assert driver.heuristics_only(model, 100.0, 5.3, lp)              # 5.3 > 0.05 × 105.3
+
+
+def test_a_model_whose_lp_leaves_the_guide_too_little_time_takes_the_heuristics_path(tmp_path, monkeypatch):
+    # The reservation example with a second configuration (tests/test_decompose.py: LP 21,500, optimum 26,000),
+    # its LP made to look as if it took 1 s of a 30-s limit (3 %: below the 5 % past which no stage runs, above
+    # the 1 % the model without limits needs): the heuristics make the plan, the cuts run beside, and the
+    # optimum is found and proven all the same.
+    from optimizer.solve import driver
+
+    data = reserved_problem()
+    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr), cuts=())
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.relaxation
+    monkeypatch.setattr(driver, "relaxation", lambda *a, **k: dataclasses.replace(real(*a, **k), solve_seconds=1.0))
+    r = driver.solve(model, time_limit=30.0, gap=1e-9)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)
+    assert "configurations fixed to those the LP relaxation uses most" in r.message
+    assert 21_500 + 1.0 < r.decomposition_bound <= 26_000 * (1 + 1e-9)

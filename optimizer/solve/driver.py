@@ -127,6 +127,14 @@ PARTS_BESIDE = True
 #: share of the limit (q3: 0.2 s of 60, and the stages prove its optimum; bench ×1: 9.7 s of 57, and the
 #: model without limits gave a bound 0.45 % above the LP's in 24 s, no usable plan; docs/performance.md)
 STAGES_MAX_LP_SHARE = 0.05
+#: under a time limit, a model the exact split could take (:func:`optimizer.solve.split.too_wide_to_split` is
+#: false) is guided by its model without stability limits only when the LP relaxation took at most this share of
+#: the limit. That model gets half the time (:data:`STAGE_SHARE`) and needs about 40 times the LP's seconds to
+#: reach its guide gap on q3 (2.09 s against 0.05 s), so half the limit must hold some 50 LPs. Past it the model
+#: without limits stops on its limit with a bound below the components' and its half of the time is lost (bench
+#: x1 at 600 s, LP 10-17 s: standard 8.43 % -> 7.02 %, training-heavy 18.67 % -> 9.09 % on the heuristics'
+#: path; docs/performance.md, "The components solved apart on every heuristic path")
+GUIDE_MAX_LP_SHARE = 0.01
 #: under a time limit, on a model with two periods or more in one calendar month, the share of the limit the LP
 #: relaxation may take; past it the monthly model's LP stands in for it (:mod:`optimizer.solve.coarse`: its point
 #: guides, its prices bound; bench ×16: the LP alone takes 891 s, the monthly one 12.6 s; docs/performance.md,
@@ -149,6 +157,25 @@ def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
     seconds left after it)? Then no MIP of the model's size is solved in a share of the limit, and the heuristics
     of :func:`_fixed_configurations` make the plan, on one CPU."""
     return time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds)
+
+
+def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float, lp_name: str) -> bool:
+    """Does the heuristics' path (:func:`_fixed_configurations` from the LP's point, the parts solved apart
+    beside) make the plan of the stable ``model``, with no stage before it?
+
+    Under a time limit (``time_limit``: the seconds left after the LP), when
+    the monthly model's LP stands in for the LP relaxation, when the LP took
+    too long for any stage (:func:`lp_took_too_long`), or when the exact
+    split could take the model but the LP took more than
+    :data:`GUIDE_MAX_LP_SHARE` of the limit, too long for the model without
+    stability limits that would guide the split. A model no split can take
+    keeps the configuration relaxation's path below :data:`STAGES_MAX_LP_SHARE`.
+    """
+    if time_limit is None:
+        return False
+    if lp_name == MONTHLY_NAME or lp_took_too_long(time_limit, lp_seconds):
+        return True
+    return lp_seconds > GUIDE_MAX_LP_SHARE * (time_limit + lp_seconds) and not too_wide_to_split(model)
 
 
 def solve_budget(time_limit: float | None, spent: float) -> float | None:
@@ -312,7 +339,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
     # the LP stopped on its share took too long by definition, however little of the limit that share was
-    too_long = lp_name == MONTHLY_NAME or lp_took_too_long(left, lp.solve_seconds)
+    too_long = stable and heuristics_only(model, left, lp.solve_seconds, lp_name)
     beside = (_parts_beside(model, lp, solver, left, gap, threads, priced)
               if not apart and stable and lp_bound is not None and too_long else None)
     where = "on the CPU beside the search"
@@ -571,7 +598,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     (``lp_seconds``), or did not solve at all and the monthly model's LP
     stands in for it (``lp_name``), stage 1 is skipped: a MIP of the same
     size cannot be solved in its share, and its bound adds little to the
-    LP's (bench ×1: 0.45 % in 24 s).
+    LP's (bench ×1: 0.45 % in 24 s). So too, for a model the split could
+    take, past :data:`GUIDE_MAX_LP_SHARE` (:func:`heuristics_only`).
 
     On q3 the plan without limits puts the chat service on three
     configurations; the split proves the stable optimum in about 95 s where
@@ -580,7 +608,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
-    if lp_took_too_long(time_limit, lp_seconds) or lp_name == MONTHLY_NAME:
+    if heuristics_only(model, time_limit, lp_seconds, lp_name):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                      source=lp_name, lp_x=guide, executor=executor, lp_name=lp_name)
     if time_limit is not None and too_wide_to_split(model):
