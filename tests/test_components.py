@@ -327,6 +327,7 @@ def test_a_model_whose_lp_leaves_the_guide_too_little_time_takes_the_heuristics_
     # the 1 % the model without limits needs): the heuristics make the plan, the cuts run beside, and the
     # optimum is found and proven all the same.
     from optimizer.solve import driver
+    from test_executable_plans import assert_plan_audited
 
     data = reserved_problem()
     data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
@@ -336,6 +337,7 @@ def test_a_model_whose_lp_leaves_the_guide_too_little_time_takes_the_heuristics_
     real = driver.relaxation
     monkeypatch.setattr(driver, "relaxation", lambda *a, **k: dataclasses.replace(real(*a, **k), solve_seconds=1.0))
     r = driver.solve(model, time_limit=30.0, gap=1e-9)
+    assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)
     assert "configurations fixed to those the LP relaxation uses most" in r.message
     assert 21_500 + 1.0 < r.decomposition_bound <= 26_000 * (1 + 1e-9)

@@ -283,7 +283,8 @@ class Pending:
                     # proof too, and the stronger of the two counts
                     row = {**row, "bound": self.lp_values[i], "bound_from": "lp"}
                 rows.append(row)
-            except TimeoutError:  # concurrent.futures' and Dask's: the model is still running there
+            # concurrent.futures' and Dask's: the model is still running there; a stopped Inline's: not started
+            except TimeoutError:
                 fut.cancel()
                 if self.lp_values is not None:
                     row = {"part": task.part, "bound": self.lp_values[i], "bound_from": "lp", "objective": None,
@@ -446,7 +447,8 @@ def start_cuts(model: Model, duals: np.ndarray | None, executor, time_limit: flo
             out.append(start(model, None, executor, time_limit, gap, priced=p, deadline=deadline,
                              after=sum(len(q.tasks) for q in priced[i + 1:])))
         return out
-    splits = [SPLITS[by](model) for by in CUTS]
+    a = model.mip.arrays()  # one assembly for both cuts
+    splits = [SPLITS[by](model, a) for by in CUTS]
     for i, split in enumerate(splits):
         out.append(start(model, duals, executor, time_limit, gap, lp_x=lp_x, split=split, deadline=deadline,
                          after=sum(len(q.parts) for q in splits[i + 1:])))

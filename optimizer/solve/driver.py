@@ -173,6 +173,8 @@ def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float, l
     """
     if time_limit is None:
         return False
+    # the LP stopped on its share (the monthly model's stands in) took too long by definition, however little of
+    # the limit that share was
     if lp_name == MONTHLY_NAME or lp_took_too_long(time_limit, lp_seconds):
         return True
     return lp_seconds > GUIDE_MAX_LP_SHARE * (time_limit + lp_seconds) and not too_wide_to_split(model)
@@ -338,10 +340,9 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
-    # the LP stopped on its share took too long by definition, however little of the limit that share was
     too_long = stable and heuristics_only(model, left, lp.solve_seconds, lp_name)
     beside = (_parts_beside(model, lp, solver, left, gap, threads, priced)
-              if not apart and stable and lp_bound is not None and too_long else None)
+              if not apart and lp_bound is not None and too_long else None)
     where = "on the CPU beside the search"
     if workers_beside:
         beside = None, decompose.start_cuts(model, None, executor, left, gap, priced=priced)
