@@ -146,3 +146,44 @@ def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeyp
     assert_plan_audited(model, r)
     assert ("then the LP relaxation's commitments, rounded up, with every period re-solved against them, "
             "from 30,000.00") in r.message
+
+
+def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeypatch):
+    # driver._rounds_and_passes on the padded plan (42,000: one spare on-demand unit in each period, 8,000 each),
+    # with the two heuristics replaced by scripted steps to read the order they run in. The first cycle of rounds
+    # drops p2's spare unit (34,000), the pass after it p1's (26,000, the optimum); the second cycle and its pass
+    # find nothing, so the loop ends there: rounds, pass, rounds, pass. (Before, the rounds ran cycle after cycle
+    # until one gained nothing, and one pass came at the end.)
+    model, a, x42 = padded_plan(tmp_path)
+    y = model.mip.variables["units-running"].ids
+    periods = model.mip.variables["units-running"].coords["period"].tolist()
+    x34 = x42.copy()
+    x34[y[periods.index("p2")]] -= 1.0
+    x26 = x34.copy()
+    x26[y[periods.index("p1")]] -= 1.0
+    assert objective(a, x34) == pytest.approx(34_000) and objective(a, x26) == pytest.approx(26_000)
+    calls = []
+
+    def rounds(mip, arrays, x, solver, time_limit, threads, cycles=None):
+        calls.append(("rounds", cycles))
+        return (x34 if objective(a, x) > 34_000 + 1 else x), [{"round": "units"}]
+
+    def a_pass(model_, arrays, x, time_limit, executor):
+        calls.append(("pass", time_limit))
+        out = x26 if objective(a, x) > 26_000 + 1 else x
+        return out, {"periods": 2, "improved": int(out is not x), "before": objective(a, x),
+                     "after": objective(a, out), "seconds": 0.0}
+
+    monkeypatch.setattr(driver, "polish", rounds)
+    monkeypatch.setattr(driver, "polish_periods", a_pass)
+    deadline = driver.time.perf_counter() + 100.0
+    out, cost, said = driver._rounds_and_passes(model, a, x42, 42_000.0, "highs", deadline, None, None, True,
+                                                lambda obj: True)
+    assert [c[0] for c in calls] == ["rounds", "pass", "rounds", "pass"]
+    assert all(c[1] == 1 for c in calls if c[0] == "rounds")  # one cycle at a time
+    # each pass gets PERIOD_SHARE of the time left (100 s less what the fakes took): the whole model follows
+    assert calls[1][1] == pytest.approx(driver.PERIOD_SHARE * 100.0, abs=1.0)
+    assert cost == pytest.approx(26_000) and out is x26
+    assert said == ("improved by fix-and-optimize from 42,000.00 (2 rounds; after each cycle a pass over the "
+                    "periods: 1 period re-solved cheaper in 2 passes)")
+    audited(model, a, out)

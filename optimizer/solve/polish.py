@@ -26,7 +26,8 @@ The rounds, in order (``ROUNDS``):
     where each job runs around the inference as placed.
 
 Rounds repeat while a cycle improves the plan by at least
-:data:`MIN_IMPROVEMENT` and time is left. Nothing here proves anything:
+:data:`MIN_IMPROVEMENT` and time is left (the solve driver asks for one
+cycle at a time and passes over the periods between them). Nothing here proves anything:
 the result keeps the caller's bound.
 """
 
@@ -77,10 +78,11 @@ def restrict(mip: MIP, a: Arrays, x: np.ndarray, free: tuple[str, ...]) -> Array
 
 
 def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, threads: int | None = None,
-           gap: float = 1e-4) -> tuple[np.ndarray, list[dict]]:
+           gap: float = 1e-4, cycles: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """Improve the plan ``x`` of ``a`` by rounds of fix-and-optimize within ``time_limit`` seconds.
 
-    Returns the best plan found (``x`` itself if nothing was better) and one
+    At most ``cycles`` cycles of :data:`ROUNDS` (None: until a cycle gains
+    less than :data:`MIN_IMPROVEMENT`). Returns the best plan found (``x`` itself if nothing was better) and one
     record per round: ``round``, ``seconds``, ``before``, ``after`` (its
     objective, constant included) and the back end's ``status``.
     """
@@ -88,6 +90,7 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
     best = np.asarray(x, dtype=float)
     best_obj = plan_objective(a, best)
     log: list[dict] = []
+    done = 0
     while True:
         cycle_start = best_obj
         for name, free in ROUNDS.items():
@@ -101,5 +104,6 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
                         "after": r.objective if r.status.has_plan else None, "status": r.status.value})
             if r.status.has_plan and r.objective < best_obj:
                 best, best_obj = r.x, r.objective
-        if best_obj > cycle_start - MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9):
+        done += 1
+        if best_obj > cycle_start - MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9) or done == cycles:
             return best, log
