@@ -1048,7 +1048,6 @@ def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
     return y
 
 
-
 def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, deadline: float,
                        threads: int | None, executor, rounds: bool, open_gap) -> tuple[np.ndarray, float, str]:
     """Improve the stable plan ``x`` (cost ``obj``) of the restriction ``a`` until ``deadline``.
@@ -1102,6 +1101,7 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
                     + ("" if not passes else f"; after each cycle a pass over the periods: none cheaper in {passed}"
                        if not kept else f"; after each cycle a pass over the periods: {kept} "
                        f"period{'s' if kept != 1 else ''} re-solved cheaper in {passed}") + ")")
+
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,

@@ -27,8 +27,8 @@ The rounds, in order (``ROUNDS``):
 
 Rounds repeat while a cycle improves the plan by at least
 :data:`MIN_IMPROVEMENT` and time is left (the solve driver asks for one
-cycle at a time and passes over the periods between them). Nothing here proves anything:
-the result keeps the caller's bound.
+cycle at a time and passes over the periods between them). Nothing here
+proves anything: the result keeps the caller's bound.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
     """Improve the plan ``x`` of ``a`` by rounds of fix-and-optimize within ``time_limit`` seconds.
 
     At most ``cycles`` cycles of :data:`ROUNDS` (None: until a cycle gains
-    less than :data:`MIN_IMPROVEMENT`). Returns the best plan found (``x`` itself if nothing was better) and one
-    record per round: ``round``, ``seconds``, ``before``, ``after`` (its
+    less than :data:`MIN_IMPROVEMENT`). Returns the best plan found (``x``
+    itself if nothing was better) and one record per round: ``round``, ``seconds``, ``before``, ``after`` (its
     objective, constant included) and the back end's ``status``.
     """
     t0 = time.perf_counter()
