@@ -956,9 +956,9 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     def run():
         searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
                                  arrays=floors)
-        left = None if deadline is None else deadline - time.perf_counter()
-        if not cuts or left < 1.0 or stop.is_set():
+        if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
             return searched, []
+        left = deadline - time.perf_counter()
         # in this thread, one model after the other, each with its share of what is left until the deadline;
         # once the caller has its plan (it asks for this result) no model starts, and those not started count
         # their part of the LP
@@ -1096,11 +1096,11 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     if not rounds:
         return x, obj, (f"then period by period from {start:,.2f} ({kept} of {len(model.data.periods)} periods "
                         f"cheaper" + (f" in {passes} passes)" if passes > 1 else ")"))
-    passed = f"{passes} pass{'es' if passes > 1 else ''}"
-    return x, obj, (f"improved by fix-and-optimize from {start:,.2f} ({n_rounds} rounds"
-                    + ("" if not passes else f"; after each cycle a pass over the periods: none cheaper in {passed}"
-                       if not kept else f"; after each cycle a pass over the periods: {kept} "
-                       f"period{'s' if kept != 1 else ''} re-solved cheaper in {passed}") + ")")
+    said = f"improved by fix-and-optimize from {start:,.2f} ({n_rounds} rounds"
+    if passes:
+        found = f"{kept} period{'s' if kept != 1 else ''} re-solved cheaper" if kept else "none cheaper"
+        said += f"; after each cycle a pass over the periods: {found} in {passes} pass{'es' if passes > 1 else ''}"
+    return x, obj, said + ")"
 
 
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
