@@ -240,14 +240,28 @@ class Processes:
             share = max(1, cpus() // workers)
             extra = {"initializer": _install_loan, "initargs": (ctx.Value("i", cpus()), share)}
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **extra)
+        self._futures: list[cf.Future] = []
 
     def submit(self, fn, arg) -> cf.Future:
-        if self._lend:
-            return self._pool.submit(_on_its_share, fn, arg)
-        return self._pool.submit(fn, arg)
+        fut = self._pool.submit(_on_its_share, fn, arg) if self._lend else self._pool.submit(fn, arg)
+        self._futures = [f for f in self._futures if not f.done()] + [fut]
+        return fut
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Cancel what has not started; wait for the pool to shut down when no task runs.
+
+        A task still running (a period model on its own deadline) is not
+        waited for. But a pool left to shut down in the background while
+        nothing runs races Python 3.11's exit handler, which wakes the
+        pool's manager thread through a pipe that thread may be closing at
+        that moment ("OSError: [Errno 9] Bad file descriptor" printed at
+        the end of a sweep with two workers), so then the shutdown is
+        waited for: it only joins idle processes.
+        """
+        for f in self._futures:
+            f.cancel()  # only a task not yet started is cancelled
+        running = any(not f.done() for f in self._futures)
+        self._pool.shutdown(wait=not running, cancel_futures=True)
 
 
 def dask_client(scheduler: str | None, workers: int):
