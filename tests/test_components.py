@@ -311,11 +311,11 @@ def test_the_guide_is_skipped_where_the_lp_leaves_it_too_little_time(tmp_path, m
 
     pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
     model = presolve.build(pr, build_candidates(pr))
-    lp = driver.LP_NAME
+    lp = driver.Relaxation.LP
     assert not driver.heuristics_only(model, 100.0, 1.0, lp)          # 1.0 <= 0.01 × 101
     assert driver.heuristics_only(model, 100.0, 1.02, lp)             # 1.02 > 0.01 × 101.02
     assert not driver.heuristics_only(model, None, 50.0, lp)
-    assert driver.heuristics_only(model, 100.0, 0.0, driver.MONTHLY_NAME)
+    assert driver.heuristics_only(model, 100.0, 0.0, driver.Relaxation.MONTHLY)
     monkeypatch.setattr(driver, "too_wide_to_split", lambda m: True)
     assert not driver.heuristics_only(model, 100.0, 5.0, lp)          # 5.0 <= 0.05 × 105: its own path
     assert driver.heuristics_only(model, 100.0, 5.3, lp)              # 5.3 > 0.05 × 105.3

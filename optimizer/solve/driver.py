@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import re
 import threading
 import time
@@ -146,10 +147,27 @@ LP_MAX_SHARE = 0.25
 #: each period's MIP is solved to this gap: the period rounds improve the plan after (bench ×16: 102.07M in 60 s at
 #: 5 %, 101.79M in 360 s at 1 %; docs/performance.md, "The monthly model")
 BUILD_GAP = 0.05
-#: how the relaxation whose point guides the heuristics is named in messages: the LP relaxation, or the monthly
-#: model's LP standing in for it
-LP_NAME = "the LP relaxation"
-MONTHLY_NAME = "the monthly model's LP"
+
+
+class Relaxation(enum.Enum):
+    """The relaxation whose point guides the heuristics, and whose bound stands, as named in messages.
+
+    ``LP``: the LP relaxation. ``MONTHLY``: the monthly model's LP standing in
+    for it, when the LP relaxation does not solve in its share of the limit
+    (:data:`LP_MAX_SHARE`); then no stage before the heuristics is tried and
+    the first plan is made one period after the other.
+    """
+
+    LP = "the LP relaxation"
+    MONTHLY = "the monthly model's LP"
+
+    @property
+    def bound_name(self) -> str:
+        """Whose bound proves: the LP relaxation's own; for the monthly model's LP, the periods' LP relaxations
+        at its prices (its own optimum is no bound)."""
+        if self is Relaxation.MONTHLY:
+            return "the periods' LP relaxations at the monthly model's prices"
+        return self.value
 
 
 def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
@@ -159,7 +177,8 @@ def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
     return time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds)
 
 
-def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float, lp_name: str) -> bool:
+def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float,
+                    relaxed: Relaxation = Relaxation.LP) -> bool:
     """Does the heuristics' path (:func:`_fixed_configurations` from the LP's point, the parts solved apart
     beside) make the plan of the stable ``model``, with no stage before it?
 
@@ -175,7 +194,7 @@ def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float, l
         return False
     # the LP stopped on its share (the monthly model's stands in) took too long by definition, however little of
     # the limit that share was
-    if lp_name == MONTHLY_NAME or lp_took_too_long(time_limit, lp_seconds):
+    if relaxed is Relaxation.MONTHLY or lp_took_too_long(time_limit, lp_seconds):
         return True
     return lp_seconds > GUIDE_MAX_LP_SHARE * (time_limit + lp_seconds) and not too_wide_to_split(model)
 
@@ -316,12 +335,12 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # a model with weeks in a month has a monthly model to stand in for its LP: the LP gets a share of the limit
     capped = time_limit is not None and coarse.mergeable(model.problem)
     lp = relaxation(model, solver, LP_MAX_SHARE * time_limit if capped else time_limit, threads)
-    lp_name, priced = LP_NAME, ()
+    relaxed, priced = Relaxation.LP, ()
     if capped and lp.status == Status.TIME_LIMIT:
         monthly = _monthly(model, solver, time_limit - (time.perf_counter() - t0), threads)
         if monthly is not None:
             monthly[0].solve_seconds += lp.solve_seconds
-            (lp, priced), lp_name = monthly, MONTHLY_NAME
+            (lp, priced), relaxed = monthly, Relaxation.MONTHLY
     lp_bound = lp.objective if lp.status == Status.OPTIMAL else None
     if lp.status == Status.INFEASIBLE:
         result = SolveResult(Status.INFEASIBLE, solver, message="no plan meets every constraint (the relaxation "
@@ -333,14 +352,14 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # passes over the periods gain little there (bench x16: 0.3 % in 250 s) and gave the same plan without
     # workers, while the component models raise the bound with every second they get (docs/performance.md,
     # "The components solved apart")
-    workers_beside = apart and lp_name == MONTHLY_NAME and left is not None
+    workers_beside = apart and relaxed is Relaxation.MONTHLY and left is not None
     if apart and not workers_beside and left is not None:
         # the periods are solved apart after the search, in their own share: on this machine's cores they
         # would slow the search down, and on shared workers the period rounds would queue behind them
         left = max(1.0, (1.0 - DECOMPOSITION_SHARE) * left)
     incumbent = known_plan(model.mip.arrays(), known, solver) if len(known) else None
     stable = start is None and "config-used" in model.mip.variables
-    too_long = stable and heuristics_only(model, left, lp.solve_seconds, lp_name)
+    too_long = stable and heuristics_only(model, left, lp.solve_seconds, relaxed)
     beside = (_parts_beside(model, lp, solver, left, gap, threads, priced)
               if not apart and lp_bound is not None and too_long else None)
     where = "on the CPU beside the search"
@@ -352,7 +371,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         if stable:
             result = solve_stable(model, solver, left, gap, threads, guide=lp.x, lp_seconds=lp.solve_seconds,
                                   executor=executor, incumbent=incumbent, leaf_bounds=leaf_bounds,
-                                  lp_bound=lp_bound, lp_name=lp_name, duals=lp.duals)
+                                  lp_bound=lp_bound, relaxed=relaxed, duals=lp.duals)
         else:
             if start is None and incumbent is not None:
                 start = incumbent.x
@@ -372,7 +391,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
     if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and result.gap <= gap + 1e-12:
         result.status = Status.OPTIMAL
-        result.message = (f"optimal: the bound of {_bound_name(lp_name)} meets the plan's cost "
+        result.message = (f"optimal: the bound of {relaxed.bound_name} meets the plan's cost "
                           f"(the search: {result.message})")
     # a first plan returned at its target leaves HiGHS ending its current stage in the background (within the
     # limit it was given): the solve is over when that run is
@@ -391,12 +410,6 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
             if pool is not None:
                 pool.close()
     return result
-
-
-def _bound_name(lp_name: str) -> str:
-    """Whose bound proves for the relaxation named ``lp_name``: the LP relaxation itself, or for the monthly
-    model's LP the periods' LP relaxations at its prices (its own optimum is no bound)."""
-    return "the periods' LP relaxations at the monthly model's prices" if lp_name == MONTHLY_NAME else lp_name
 
 
 def _monthly(model: Model, solver: str, seconds: float, threads: int | None
@@ -420,7 +433,7 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     components = coarse.priced_components(model, monthly)
     result = SolveResult(Status.OPTIMAL, solver, objective=bound, bound=bound, x=coarse.point(model, monthly),
                          solve_seconds=time.perf_counter() - t0,
-                         message=f"{MONTHLY_NAME} ({monthly.model.mip.n_vars:,} columns, "
+                         message=f"{Relaxation.MONTHLY.value} ({monthly.model.mip.n_vars:,} columns, "
                                  f"{len(monthly.model.data.periods)} periods)")
     return result, tuple(p for p in (components, periods) if p is not None)
 
@@ -547,7 +560,7 @@ def _share(left: float | None, spent: float, share: float) -> float | None:
 def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float, threads: int | None,
                  guide: np.ndarray | None = None, lp_seconds: float = 0.0, executor=None,
                  incumbent: SolveResult | None = None, leaf_bounds=None,
-                 lp_bound: float | None = None, lp_name: str = LP_NAME,
+                 lp_bound: float | None = None, relaxed: Relaxation = Relaxation.LP,
                  duals: np.ndarray | None = None) -> SolveResult:
     """Solve a model with stability limits in up to three stages (see the module docstring).
 
@@ -597,7 +610,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     configurations to fix and whose bound proves. When the LP relaxation
     alone took more than :data:`STAGES_MAX_LP_SHARE` of the time limit
     (``lp_seconds``), or did not solve at all and the monthly model's LP
-    stands in for it (``lp_name``), stage 1 is skipped: a MIP of the same
+    stands in for it (``relaxed``), stage 1 is skipped: a MIP of the same
     size cannot be solved in its share, and its bound adds little to the
     LP's (bench ×1: 0.45 % in 24 s). So too, for a model the split could
     take, past :data:`GUIDE_MAX_LP_SHARE` (:func:`heuristics_only`).
@@ -609,9 +622,9 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
-    if heuristics_only(model, time_limit, lp_seconds, lp_name):
+    if heuristics_only(model, time_limit, lp_seconds, relaxed):
         return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
-                                     source=lp_name, lp_x=guide, executor=executor, lp_name=lp_name)
+                                     source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
     if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation, whose floors hold for the classes limited to one
@@ -1108,7 +1121,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
                           root: float | None = None, busy: _Beside | None = None,
-                          lp_name: str = LP_NAME, duals: np.ndarray | None = None) -> SolveResult:
+                          relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -1181,7 +1194,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     # 400 s, 220 s of rounds for 0.07 %, 61 s of final search for nothing; docs/performance.md, "The monthly
     # model"). The first plan is made one period after the other from the monthly point; where a period has
     # no plan in its share, the searches below follow
-    whole_fits = lp_name != MONTHLY_NAME
+    whole_fits = relaxed is not Relaxation.MONTHLY
     if not whole_fits and x is not None and len(model.data.periods) > 1:
         t = time.perf_counter()
         built, rec = build_by_periods(model, fixed, _choices_made_whole(model, fixed, x), PERIOD_SHARE * time_limit,
@@ -1189,7 +1202,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         seconds += time.perf_counter() - t
         if built is not None:
             first = SolveResult(Status.FEASIBLE, solver, objective=rec["after"], x=built)
-            how = f"the periods solved one after the other from {lp_name}'s point"
+            how = f"the periods solved one after the other from {relaxed.value}'s point"
     # first plans, nearest to what is known first: training as the plan without limits places it, then
     # training where the LP places it, then the configurations alone
     tries = []
@@ -1199,7 +1212,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           restrict(mip, fixed, x, ROUNDS["inference"])))
         near = training_support(mip, fixed, lp_x)
         if near is not None:
-            tries.append((f"training placed where {lp_name} places it", near))
+            tries.append((f"training placed where {relaxed.value} places it", near))
         tries.append(("", fixed))
     if first is None and solver == "highs" and len(tries) > 1 and threads != 1:
         # the guesses side by side, each with all the time, the first plan found taken: a restriction that
@@ -1266,7 +1279,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                 x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
                 seconds += time.perf_counter() - t
                 if x_lp is not None and rec["after"] < best_obj - 1e-9:
-                    steps.append(f"then {lp_name}'s commitments, rounded up, with every period "
+                    steps.append(f"then {relaxed.value}'s commitments, rounded up, with every period "
                                  f"re-solved against them, from {best_obj:,.2f}")
                     best_x, best_obj = x_lp, rec["after"]
         left = time_limit - (time.perf_counter() - t0)
@@ -1290,9 +1303,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     proof = bound  # the whole stable model's own bound is a proof too
     roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
     # the caller raised ``bound`` to the LP relaxation's where that was higher; named once where they are one
-    proof_from = f"that of {_bound_name(lp_name) if source == lp_name else source}"
-    if source != lp_name:
-        proof_from += ", or the LP relaxation's" if lp_name == LP_NAME else f", or that of {_bound_name(lp_name)}"
+    proof_from = f"that of {relaxed.bound_name if source == relaxed.value else source}"
+    if source != relaxed.value:
+        proof_from += (", or the LP relaxation's" if relaxed is Relaxation.LP
+                       else f", or that of {relaxed.bound_name}")
     # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
     # still the last resort
     if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj):
