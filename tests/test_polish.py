@@ -14,6 +14,7 @@ from optimizer.model import presolve
 from optimizer.solve import polish as pol
 from optimizer.solve.backends import solve as backend_solve
 from optimizer.solve.feasibility import objective, violations
+from optimizer.solve.result import SolveResult, Status
 from test_executable_plans import FLIP, assert_plan_audited
 
 
@@ -54,6 +55,55 @@ def test_the_units_round_returns_idle_units(tmp_path):
     better, log = pol.polish(mip, a, x, "highs", time_limit=30.0)
     assert log[0]["round"] == "units" and log[0]["after"] == pytest.approx(1_100)
     assert objective(a, better) == pytest.approx(1_100) and not violations(a, better)
+
+
+def flip_west(tmp_path):
+    """FLIP with a second L4 offering in another region at half the price, and its plan held to the first L4
+    offering: 1 replica in p1 and 10 in p2, 100 h each at 1 $/h, 1,100 (the optimum here: 11 × 100 × 0.5 = 550)."""
+    from test_known_answers import od
+
+    data = copy.deepcopy(FLIP)
+    data["offerings"].append(od(id="l4-west", gpu="L4", G=1, price=0.5, region="r2"))
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    mip, a = model.mip, model.mip.arrays()
+    units = mip.variables["units-running"]
+    on_first = a.copy_bounds()
+    on_first.col_hi[units.ids[(units.coords["offering"] == "l4-west").to_numpy()]] = 0.0
+    x = backend_solve(mip, "highs", gap=1e-9, arrays=on_first).x
+    assert objective(a, x) == pytest.approx(1_100) and not violations(a, x)
+    gpu_of = {"l4": "L4", "l4-west": "L4", "h100": "H100-SXM"}
+    return model, mip, a, x, gpu_of
+
+
+def test_a_part_by_gpu_frees_only_that_gpus_replicas_and_units(tmp_path):
+    # The inference round's part for the H100 holds every L4 replica and unit where the plan has them: 1,100.
+    # The part for the L4 moves them to the cheaper L4 offering: 550.
+    model, mip, a, x, gpu_of = flip_west(tmp_path)
+    free = pol.ROUNDS["inference"]
+    h100 = pol.gpu_part(mip, pol.restrict(mip, a, x, free), gpu_of, "H100-SXM", x, free)
+    assert backend_solve(mip, "highs", gap=1e-9, arrays=h100).objective == pytest.approx(1_100)
+    l4 = pol.gpu_part(mip, pol.restrict(mip, a, x, free), gpu_of, "L4", x, free)
+    r = backend_solve(mip, "highs", gap=1e-9, arrays=l4, start=x)
+    assert r.objective == pytest.approx(550) and not violations(a, r.x)
+    assert_plan_audited(model, r)
+    reps = mip.values("inference-replicas", r.x)
+    assert set(reps.loc[reps["value"] > 0.5, "offering"]) == {"l4-west"}
+
+
+def test_the_inference_round_by_gpu_takes_the_most_spent_on_first(tmp_path):
+    # The plan spends 1,100 on L4 units and nothing on H100s: one part, the L4's (an H100 part would have no
+    # replica to move). The units round cannot move a replica (1,100 stays); the L4 part moves all eleven to the
+    # cheaper offering (550). Without the GPU models the round is searched whole and reaches 550 too.
+    model, mip, a, x, gpu_of = flip_west(tmp_path)
+    assert pol.gpus_by_spend(mip, a, gpu_of, x) == [("L4", pytest.approx(1_100))]
+    better, log = pol.polish(mip, a, x, "highs", time_limit=60.0, cycles=1, gpu_of=gpu_of)
+    assert [(r["round"], r["part"]) for r in log] == [("units", None), ("inference", "L4"), ("training", None)]
+    assert log[0]["after"] == pytest.approx(1_100) and log[1]["after"] == pytest.approx(550)
+    assert objective(a, better) == pytest.approx(550) and not violations(a, better)
+    assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=550.0, x=better))
+    whole, log = pol.polish(mip, a, x, "highs", time_limit=60.0, cycles=1)
+    assert [r["part"] for r in log] == [None, None, None] and objective(a, whole) == pytest.approx(550)
 
 
 def test_a_round_never_returns_a_dearer_plan(tmp_path):

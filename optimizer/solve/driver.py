@@ -37,10 +37,11 @@ one more configuration per class to choose from (the limits on) and
 searched again from the best plan. When the LP was not cheap, the plan is first
 re-committed to the LP's commitments rounded up
 (:func:`optimizer.solve.period_polish.recommit`), then improved by cycles
-of fix-and-optimize rounds (:mod:`optimizer.solve.polish`), each followed
-by a pass over the periods (:mod:`optimizer.solve.period_polish`). The time left goes to the whole stable model started from
-the best plan; the result is reported with the best proven bound and a
-message naming each step.
+of fix-and-optimize rounds (:mod:`optimizer.solve.polish`; the inference
+round one GPU model at a time), each followed by a pass over the periods
+(:mod:`optimizer.solve.period_polish`). The time left goes to the whole
+stable model started from the best plan; the result is reported with the
+best proven bound and a message naming each step.
 
 The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
@@ -1066,7 +1067,7 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     """Improve the stable plan ``x`` (cost ``obj``) of the restriction ``a`` until ``deadline``.
 
     In cycles: with ``rounds``, one cycle of fix-and-optimize rounds
-    (:func:`~optimizer.solve.polish.polish`: units, inference, training),
+    (:func:`~optimizer.solve.polish.polish`: units, inference by GPU model, training),
     then one pass over the periods (:func:`~optimizer.solve.period_polish.polish_periods`,
     on ``executor``), each period re-solved whole with the others held.
     The cycles go on while one lowers the cost by at least
@@ -1093,7 +1094,8 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     while True:
         cycle_start = obj
         if rounds:
-            x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1)
+            x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1,
+                            gpu_of=dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"])))
             n_rounds += len(log)
             obj = min(obj, objective(a, x))
         left = deadline - time.perf_counter()

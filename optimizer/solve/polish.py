@@ -20,7 +20,8 @@ The rounds, in order (``ROUNDS``):
     plan from 63.3M to 34.4M in 0.2 s.
 ``inference``
     replicas and units free, training fixed: where each service runs
-    around the training clusters as placed.
+    around the training clusters as placed. Given the GPU model of each
+    offering, searched in parts, one per GPU model (:data:`BY_GPU`).
 ``training``
     training configurations, clusters, their lanes and units free, replicas fixed:
     where each job runs around the inference as placed.
@@ -33,9 +34,12 @@ proves anything: the result keeps the caller's bound.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 
 from ..model.mip import Arrays, MIP
 from .backends import solve as backend_solve
@@ -50,6 +54,13 @@ ROUNDS = {
     "inference": ("inference-replicas",),
     "training": ("training-select", "training-run", "training-lanes"),
 }
+#: the rounds searched in parts, one per GPU model the plan spends on, the most first, each with the round's time in
+#: proportion to that spend: the round's families and the units free only on the offerings of that GPU, every
+#: other integer held (the continuous variables stay free). A part is a fraction of the round's model, in which
+#: HiGHS finds its first improvement within seconds, where the whole round's root takes longer than its share
+#: (bench ×1 standard's 60-s plan: the inference round 9.5 s for nothing; by GPU, 2.5 s a part, -2.0 % in
+#: 14.5 s; docs/performance.md, "The inference round by GPU")
+BY_GPU = ("inference",)
 #: a cycle of rounds that improves the plan by less than this share ends the polish
 MIN_IMPROVEMENT = 1e-3
 #: each round may use at most this share of the time left (the rounds after it need some)
@@ -62,8 +73,6 @@ def restrict(mip: MIP, a: Arrays, x: np.ndarray, free: tuple[str, ...]) -> Array
     Integer values are rounded (a back end's plan is integral within its
     tolerance); continuous variables keep their bounds.
     """
-    import dataclasses
-
     keep = set(free) | set(UNIT_FAMILIES)
     lo, hi = a.col_lo.copy(), a.col_hi.copy()
     integer = a.integer.astype(bool)
@@ -77,14 +86,56 @@ def restrict(mip: MIP, a: Arrays, x: np.ndarray, free: tuple[str, ...]) -> Array
     return dataclasses.replace(a, col_lo=lo, col_hi=hi)
 
 
+def gpu_part(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], gpu: str, x: np.ndarray, free: tuple[str, ...]
+             ) -> Arrays:
+    """``a`` (a round's restriction around ``x``) with the columns of ``free`` and of the units held at ``x``
+    wherever their offering's GPU model (``gpu_of``: offering -> GPU) is not ``gpu``."""
+    lo, hi = a.col_lo.copy(), a.col_hi.copy()
+    for name in set(free) | set(UNIT_FAMILIES):
+        block = mip.variables.get(name)
+        if block is None or not block.size or "offering" not in block.coords:
+            continue
+        other = np.asarray(block.ids)[(block.coords["offering"].map(gpu_of) != gpu).to_numpy()]
+        v = np.clip(np.round(x[other]), lo[other], hi[other])
+        lo[other] = v
+        hi[other] = v
+    return dataclasses.replace(a, col_lo=lo, col_hi=hi)
+
+
+def gpus_by_spend(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], x: np.ndarray) -> list[tuple[str, float]]:
+    """The GPU models the plan ``x`` spends on, with what it spends on their units, the most first.
+
+    A GPU model whose units cost the plan nothing runs none of its replicas
+    (a replica needs units of its configuration's GPU), so its part has
+    nothing to move and is left out.
+    """
+    spend: dict[str, float] = {}
+    for name in UNIT_FAMILIES:
+        block = mip.variables.get(name)
+        if block is None or not block.size:
+            continue
+        ids = np.asarray(block.ids)
+        cost = pd.Series(a.c[ids] * x[ids]).groupby(block.coords["offering"].map(gpu_of).to_numpy()).sum()
+        for g, v in cost.items():
+            spend[g] = spend.get(g, 0.0) + float(v)
+    return sorted(((g, v) for g, v in spend.items() if v > 0), key=lambda gv: -gv[1])
+
+
 def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, threads: int | None = None,
-           gap: float = 1e-4, cycles: int | None = None) -> tuple[np.ndarray, list[dict]]:
+           gap: float = 1e-4, cycles: int | None = None, gpu_of: Mapping[str, str] | None = None
+           ) -> tuple[np.ndarray, list[dict]]:
     """Improve the plan ``x`` of ``a`` by rounds of fix-and-optimize within ``time_limit`` seconds.
 
     At most ``cycles`` cycles of :data:`ROUNDS` (None: until a cycle gains
-    less than :data:`MIN_IMPROVEMENT`). Returns the best plan found (``x``
-    itself if nothing was better) and one record per round: ``round``, ``seconds``, ``before``, ``after`` (its
-    objective, constant included) and the back end's ``status``.
+    less than :data:`MIN_IMPROVEMENT`). Each round may take
+    :data:`ROUND_SHARE` of the time left. With ``gpu_of`` (each offering's
+    GPU model), the rounds of :data:`BY_GPU` are searched one part per GPU
+    model the plan spends on (:func:`gpu_part`), most spent on first, each
+    with the round's time left in proportion to its spend. Returns the best plan found
+    (``x`` itself if nothing was better) and one record per round or part:
+    ``round``, ``part`` (the GPU model, or None), ``seconds``, ``before``,
+    ``after`` (its objective, constant included) and the back end's
+    ``status``.
     """
     t0 = time.perf_counter()
     best = np.asarray(x, dtype=float)
@@ -97,13 +148,26 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
             left = time_limit - (time.perf_counter() - t0)
             if left < 1.0:
                 return best, log
-            t = time.perf_counter()
-            r: SolveResult = backend_solve(mip, solver=solver, time_limit=max(1.0, ROUND_SHARE * left), gap=gap,
-                                           threads=threads, start=best, arrays=restrict(mip, a, best, free))
-            log.append({"round": name, "seconds": time.perf_counter() - t, "before": best_obj,
-                        "after": r.objective if r.status.has_plan else None, "status": r.status.value})
-            if r.status.has_plan and r.objective < best_obj:
-                best, best_obj = r.x, r.objective
+            round_end = time.perf_counter() + max(1.0, ROUND_SHARE * left)
+            parts = gpus_by_spend(mip, a, gpu_of, best) if gpu_of is not None and name in BY_GPU else [(None, 1.0)]
+            for i, (gpu, spend) in enumerate(parts):
+                now = time.perf_counter()
+                # past the first part, the round ends when less than a second is left (the back ends' least
+                # limit): the parts left are those least spent on
+                if i and min(round_end - now, time_limit - (now - t0)) < 1.0:
+                    break
+                # the round's time left, shared among the parts left in proportion to what the plan spends on each
+                share = min((round_end - now) * spend / sum(v for _, v in parts[i:]), time_limit - (now - t0))
+                arrays = restrict(mip, a, best, free)
+                if gpu is not None:
+                    arrays = gpu_part(mip, arrays, gpu_of, gpu, best, free)
+                t = time.perf_counter()
+                r: SolveResult = backend_solve(mip, solver=solver, time_limit=max(1.0, share), gap=gap,
+                                               threads=threads, start=best, arrays=arrays)
+                log.append({"round": name, "part": gpu, "seconds": time.perf_counter() - t, "before": best_obj,
+                            "after": r.objective if r.status.has_plan else None, "status": r.status.value})
+                if r.status.has_plan and r.objective < best_obj:
+                    best, best_obj = r.x, r.objective
         done += 1
         if best_obj > cycle_start - MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9) or done == cycles:
             return best, log
