@@ -162,10 +162,11 @@ def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeyp
     x26 = x34.copy()
     x26[y[periods.index("p1")]] -= 1.0
     assert objective(a, x34) == pytest.approx(34_000) and objective(a, x26) == pytest.approx(26_000)
-    calls = []
+    calls, gpus = [], []
 
-    def rounds(mip, arrays, x, solver, time_limit, threads, cycles=None):
+    def rounds(mip, arrays, x, solver, time_limit, threads, cycles=None, gpu_of=None):
         calls.append(("rounds", cycles))
+        gpus.append(gpu_of)
         return (x34 if objective(a, x) > 34_000 + 1 else x), [{"round": "units"}]
 
     def a_pass(model_, arrays, x, time_limit, executor):
@@ -181,6 +182,8 @@ def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeyp
                                                 lambda obj: True)
     assert [c[0] for c in calls] == ["rounds", "pass", "rounds", "pass"]
     assert all(c[1] == 1 for c in calls if c[0] == "rounds")  # one cycle at a time
+    # the rounds are told each offering's GPU model (the inference round is searched one GPU model at a time)
+    assert gpus == [{"od": "H100-SXM", "res": "H100-SXM"}] * 2
     # each pass gets PERIOD_SHARE of the time left (100 s less what the fakes took): the whole model follows
     assert calls[1][1] == pytest.approx(driver.PERIOD_SHARE * 100.0, abs=1.0)
     assert cost == pytest.approx(26_000) and out is x26
