@@ -1096,7 +1096,7 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
         if rounds:
             x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1,
                             gpu_of=dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"])))
-            n_rounds += len(log)
+            n_rounds += len({r["round"] for r in log})  # a round searched in parts (by GPU) counts once
             obj = min(obj, objective(a, x))
         left = deadline - time.perf_counter()
         if several and left >= 1.0 and open_gap(obj):

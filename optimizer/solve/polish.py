@@ -105,9 +105,10 @@ def gpu_part(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], gpu: str, x: np.nda
 def gpus_by_spend(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], x: np.ndarray) -> list[tuple[str, float]]:
     """The GPU models the plan ``x`` spends on, with what it spends on their units, the most first.
 
-    A GPU model whose units cost the plan nothing runs none of its replicas
-    (a replica needs units of its configuration's GPU), so its part has
-    nothing to move and is left out.
+    A GPU model whose units cost the plan nothing is left out: a part can
+    only move that GPU's replicas between that GPU's offerings (a replica
+    needs units of its configuration's GPU), so there it has nothing to
+    save.
     """
     spend: dict[str, float] = {}
     for name in UNIT_FAMILIES:
