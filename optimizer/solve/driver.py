@@ -1091,11 +1091,12 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     """
     start, n_rounds, passes, kept = obj, 0, 0, 0
     several = len(model.data.periods) > 1
+    gpu_of = dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
     while True:
         cycle_start = obj
         if rounds:
             x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1,
-                            gpu_of=dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"])))
+                            gpu_of=gpu_of)
             n_rounds += len({r["round"] for r in log})  # a round searched in parts (by GPU) counts once
             obj = min(obj, objective(a, x))
         left = deadline - time.perf_counter()

@@ -67,6 +67,16 @@ MIN_IMPROVEMENT = 1e-3
 ROUND_SHARE = 0.4
 
 
+def held_at(a: Arrays, x: np.ndarray, ids: np.ndarray) -> Arrays:
+    """``a`` with the integer columns ``ids`` fixed at ``x``, rounded (a back end's plan is integral within its
+    tolerance) and kept within their bounds."""
+    lo, hi = a.col_lo.copy(), a.col_hi.copy()
+    v = np.clip(np.round(x[ids]), lo[ids], hi[ids])
+    lo[ids] = v
+    hi[ids] = v
+    return dataclasses.replace(a, col_lo=lo, col_hi=hi)
+
+
 def restrict(mip: MIP, a: Arrays, x: np.ndarray, free: tuple[str, ...]) -> Arrays:
     """``a`` with every integer variable outside the families ``free`` (and the units) fixed at ``x``.
 
@@ -74,32 +84,22 @@ def restrict(mip: MIP, a: Arrays, x: np.ndarray, free: tuple[str, ...]) -> Array
     tolerance); continuous variables keep their bounds.
     """
     keep = set(free) | set(UNIT_FAMILIES)
-    lo, hi = a.col_lo.copy(), a.col_hi.copy()
     integer = a.integer.astype(bool)
-    for name, block in mip.variables.items():
-        if name in keep:
-            continue
-        ids = block.ids[integer[block.ids]]
-        v = np.clip(np.round(x[ids]), lo[ids], hi[ids])
-        lo[ids] = v
-        hi[ids] = v
-    return dataclasses.replace(a, col_lo=lo, col_hi=hi)
+    ids = [block.ids[integer[block.ids]] for name, block in mip.variables.items() if name not in keep]
+    return held_at(a, x, np.concatenate(ids) if ids else np.array([], dtype=int))
 
 
 def gpu_part(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], gpu: str, x: np.ndarray, free: tuple[str, ...]
              ) -> Arrays:
     """``a`` (a round's restriction around ``x``) with the columns of ``free`` and of the units held at ``x``
     wherever their offering's GPU model (``gpu_of``: offering -> GPU) is not ``gpu``."""
-    lo, hi = a.col_lo.copy(), a.col_hi.copy()
+    other = []
     for name in set(free) | set(UNIT_FAMILIES):
         block = mip.variables.get(name)
         if block is None or not block.size or "offering" not in block.coords:
             continue
-        other = np.asarray(block.ids)[(block.coords["offering"].map(gpu_of) != gpu).to_numpy()]
-        v = np.clip(np.round(x[other]), lo[other], hi[other])
-        lo[other] = v
-        hi[other] = v
-    return dataclasses.replace(a, col_lo=lo, col_hi=hi)
+        other.append(np.asarray(block.ids)[(block.coords["offering"].map(gpu_of) != gpu).to_numpy()])
+    return held_at(a, x, np.concatenate(other) if other else np.array([], dtype=int))
 
 
 def gpus_by_spend(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], x: np.ndarray) -> list[tuple[str, float]]:
