@@ -72,6 +72,7 @@ def flip_west(tmp_path):
     on_first.col_hi[units.ids[(units.coords["offering"] == "l4-west").to_numpy()]] = 0.0
     x = backend_solve(mip, "highs", gap=1e-9, arrays=on_first).x
     assert objective(a, x) == pytest.approx(1_100) and not violations(a, x)
+    assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=1_100.0, x=x))
     gpu_of = {"l4": "L4", "l4-west": "L4", "h100": "H100-SXM"}
     return model, mip, a, x, gpu_of
 
@@ -82,7 +83,9 @@ def test_a_part_by_gpu_frees_only_that_gpus_replicas_and_units(tmp_path):
     model, mip, a, x, gpu_of = flip_west(tmp_path)
     free = pol.ROUNDS["inference"]
     h100 = pol.gpu_part(mip, pol.restrict(mip, a, x, free), gpu_of, "H100-SXM", x, free)
-    assert backend_solve(mip, "highs", gap=1e-9, arrays=h100).objective == pytest.approx(1_100)
+    held = backend_solve(mip, "highs", gap=1e-9, arrays=h100)
+    assert held.objective == pytest.approx(1_100)
+    assert_plan_audited(model, held)
     l4 = pol.gpu_part(mip, pol.restrict(mip, a, x, free), gpu_of, "L4", x, free)
     r = backend_solve(mip, "highs", gap=1e-9, arrays=l4, start=x)
     assert r.objective == pytest.approx(550) and not violations(a, r.x)
@@ -104,6 +107,7 @@ def test_the_inference_round_by_gpu_takes_the_most_spent_on_first(tmp_path):
     assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=550.0, x=better))
     whole, log = pol.polish(mip, a, x, "highs", time_limit=60.0, cycles=1)
     assert [r["part"] for r in log] == [None, None, None] and objective(a, whole) == pytest.approx(550)
+    assert_plan_audited(model, SolveResult(Status.FEASIBLE, "highs", objective=550.0, x=whole))
 
 
 def test_a_round_never_returns_a_dearer_plan(tmp_path):
