@@ -89,6 +89,30 @@ def test_recommit_fits_every_period_to_the_new_commitments(tmp_path):
     audited(model, a, out)
 
 
+def test_a_recommit_solves_its_periods_to_its_gap_and_a_pass_to_the_period_gap(tmp_path, monkeypatch):
+    # the re-commit only fits the plan to new counts (the passes after each cycle of rounds solve every period
+    # again to PERIOD_GAP), so its period MIPs stop at RECOMMIT_GAP; a pass keeps the tight gap
+    from optimizer.solve import period_polish
+    from optimizer.solve.backends import highspy_backend
+
+    gaps = []
+    real = highspy_backend.solve_highspy
+
+    def recording(*args, **kw):
+        gaps.append(kw["gap"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(highspy_backend, "solve_highspy", recording)
+    model, a, x = over_committed(tmp_path)
+    gaps.clear()
+    out, _ = recommit(model, a, x, {"units-reserved": np.array([1.0])}, 60.0)
+    assert gaps == [period_polish.RECOMMIT_GAP] * 2 and objective(a, out) == pytest.approx(26_000)
+    gaps.clear()
+    polish_periods(model, a, x, 60.0, Inline())
+    assert gaps == [period_polish.PERIOD_GAP] * 2
+    assert period_polish.PERIOD_GAP < period_polish.RECOMMIT_GAP
+
+
 def test_recommit_without_a_plan_in_some_period(tmp_path):
     # on-demand capped at 1 unit (8 GPUs = 4 replicas): without the reservation p1's 10 replicas have no room
     data = reserved_problem()

@@ -43,6 +43,16 @@ from ..model.presolve import Model
 from .decompose import Split, sub_arrays, split_by_period
 from .feasibility import objective, violations
 
+#: the relative gap each period's MIP is solved to in a pass over the periods (:func:`polish_periods`): a pass
+#: is where a period's replicas, machines and training are chosen together to their optimum
+PERIOD_GAP = 1e-4
+#: the relative gap each period's MIP is solved to in a re-commit (:func:`recommit`). A re-commit only fits the
+#: plan to new commitments; the pass over the periods after every cycle of rounds solves each period again to
+#: :data:`PERIOD_GAP`. Solved to :data:`PERIOD_GAP`, a period runs to its share of the time without proving
+#: (bench x1 at 60 s: 23 s for the pass, against 8-10 s at 5 %, for a plan 0.3 % dearer that the rounds and
+#: passes then have the time to improve; docs/performance.md, "The re-commit to a gap")
+RECOMMIT_GAP = 0.05
+
 
 @dataclass
 class PeriodRestriction:
@@ -54,10 +64,13 @@ class PeriodRestriction:
     start: np.ndarray
     time_limit: float | None
     rows: np.ndarray | None = None  # the model's rows the restriction keeps, in its order
+    gap: float = PERIOD_GAP  # the relative gap the period's MIP is solved to
 
 
-def restriction(split: Split, A_csc, p: int, x: np.ndarray, time_limit: float | None) -> PeriodRestriction:
-    """Period ``p``'s columns free, every other column fixed at ``x`` (its share of each row moved to the bounds)."""
+def restriction(split: Split, A_csc, p: int, x: np.ndarray, time_limit: float | None,
+                gap: float = PERIOD_GAP) -> PeriodRestriction:
+    """Period ``p``'s columns free, every other column fixed at ``x`` (its share of each row moved to the bounds),
+    to be solved to the relative ``gap``."""
     a, A = split.arrays, split.A
     cols = np.flatnonzero(split.column_part == p)
     rows = np.unique(A_csc[:, cols].indices)
@@ -66,15 +79,16 @@ def restriction(split: Split, A_csc, p: int, x: np.ndarray, time_limit: float | 
     shift = A[rows] @ rest
     sub = sub_arrays(a, A, rows, cols, a.c[cols])
     sub = dataclasses.replace(sub, row_lo=a.row_lo[rows] - shift, row_hi=a.row_hi[rows] - shift)
-    return PeriodRestriction(split.parts[p], cols, sub, x[cols].copy(), time_limit, rows)
+    return PeriodRestriction(split.parts[p], cols, sub, x[cols].copy(), time_limit, rows, gap)
 
 
 def solve_restriction(task: PeriodRestriction) -> dict:
-    """Solve one period's restriction (HiGHS), started from the plan; its columns' values if it found a plan."""
+    """Solve one period's restriction (HiGHS) to its gap, started from the plan; its columns' values if it found a
+    plan."""
     from .backends.highspy_backend import solve_highspy
 
     t0 = time.perf_counter()
-    r = solve_highspy(None, time_limit=task.time_limit, gap=1e-4, arrays=task.arrays, start=task.start)
+    r = solve_highspy(None, time_limit=task.time_limit, gap=task.gap, arrays=task.arrays, start=task.start)
     return {"period": task.period, "x": r.x if r.status.has_plan else None,
             "objective": r.objective, "status": r.status.value, "seconds": time.perf_counter() - t0}
 
@@ -139,8 +153,8 @@ def polish_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, ex
                   "seconds": time.perf_counter() - t0}
 
 
-def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.ndarray], time_limit: float
-             ) -> tuple[np.ndarray | None, dict]:
+def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.ndarray], time_limit: float,
+             gap: float = RECOMMIT_GAP) -> tuple[np.ndarray | None, dict]:
     """The plan ``x`` of ``a`` with its commitments set to ``commitments``, every period re-solved against them.
 
     ``commitments`` maps a family of columns without a period
@@ -151,7 +165,9 @@ def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.n
     commitments. Until every period is, the plan may break rows (a period
     still using reserved units that are gone), so a period's new values are
     kept whenever its restriction has a plan, not only when cheaper; always
-    in order, because each period must see the ones before it.
+    in order, because each period must see the ones before it. Each
+    period's MIP is solved to the relative ``gap`` (:data:`RECOMMIT_GAP`),
+    or until its share of ``time_limit``.
 
     Returns the new plan, or None when a period's restriction has no plan
     in its share of ``time_limit`` or the result breaks a row of ``a`` (a
@@ -170,7 +186,7 @@ def recommit(model: Model, a: Arrays, x: np.ndarray, commitments: dict[str, np.n
     for p in range(n):
         left = time_limit - (time.perf_counter() - t0)
         # no floor under a period's share: a half-done pass is no plan, and the pass must end in its time
-        r = solve_restriction(restriction(split, A_csc, p, new, left / (n - p))) if left > 0 else {"x": None}
+        r = solve_restriction(restriction(split, A_csc, p, new, left / (n - p), gap)) if left > 0 else {"x": None}
         if r["x"] is None:
             return None, {**record, "seconds": time.perf_counter() - t0}
         new[split.column_part == p] = r["x"]
