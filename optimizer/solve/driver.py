@@ -1015,8 +1015,11 @@ def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: 
     the LP holds 142), and no round that keeps either the replicas or the
     commitments fixed can move both. Rounded up, the LP's counts hold at
     least the capacity its optimum used in every term block; the periods
-    then fill around them, and the units round that follows gives back what
-    no period uses (docs/performance.md). The plan is None where
+    then fill around them (each period's MIP to
+    :data:`~optimizer.solve.period_polish.RECOMMIT_GAP`: the passes over the
+    periods after the rounds solve each again to a tight gap), and the
+    units round that follows gives back what no period uses
+    (docs/performance.md). The plan is None where
     :func:`recommit` found none; (None, {}) when the counts are those of
     ``x`` already.
     """
