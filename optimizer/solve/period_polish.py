@@ -49,8 +49,9 @@ PERIOD_GAP = 1e-4
 #: the relative gap each period's MIP is solved to in a re-commit (:func:`recommit`). A re-commit only fits the
 #: plan to new commitments; the pass over the periods after every cycle of rounds solves each period again to
 #: :data:`PERIOD_GAP`. Solved to :data:`PERIOD_GAP`, a period runs to its share of the time without proving
-#: (bench x1 at 60 s: 23 s for the pass, against 8-10 s at 5 %, for a plan 0.3 % dearer that the rounds and
-#: passes then have the time to improve; docs/performance.md, "The re-commit to a gap")
+#: (bench x1 at 60 s: 23 s for the re-commit, against 8-10 s at 5 %, for a plan 0.3 % dearer; at 600 s 197 s
+#: against 10 s. The time goes to the rounds and passes; the final plans are within run-to-run variation but
+#: for standard at 600 s, 6.78 % against 7.01 %; docs/performance.md, "The re-commit to a gap", 2026-11-28)
 RECOMMIT_GAP = 0.05
 
 
@@ -246,7 +247,7 @@ def build_by_periods(model: Model, a: Arrays, x: np.ndarray, time_limit: float, 
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             return None, {**record, "seconds": time.perf_counter() - t0}
-        task = restriction(split, A_csc, p, new, left / (n - p))
+        task = restriction(split, A_csc, p, new, left / (n - p), gap)
         sub = task.arrays
         here = progress[task.rows]
         # the periods after this one count only on the lower side of the progress rows (see the docstring)
