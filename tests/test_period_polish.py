@@ -107,9 +107,11 @@ def test_a_recommit_solves_its_periods_to_its_gap_and_a_pass_to_the_period_gap(t
     gaps.clear()
     out, _ = recommit(model, a, x, {"units-reserved": np.array([1.0])}, 60.0)
     assert gaps == [period_polish.RECOMMIT_GAP] * 2 and objective(a, out) == pytest.approx(26_000)
+    audited(model, a, out)
     gaps.clear()
-    polish_periods(model, a, x, 60.0, Inline())
+    passed, _ = polish_periods(model, a, x, 60.0, Inline())
     assert gaps == [period_polish.PERIOD_GAP] * 2
+    audited(model, a, passed)
     assert period_polish.PERIOD_GAP < period_polish.RECOMMIT_GAP
 
 
