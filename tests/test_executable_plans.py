@@ -327,10 +327,50 @@ def test_under_a_time_limit_the_first_leaf_takes_the_time_left_until_a_plan_exis
     calls = record_solves(monkeypatch)
     plan = solve(flip_with_a100(), solver="highs", time_limit=600)
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
-    (_, unlimited), (first_leaf, b), (second_leaf, a) = calls
+    # before the split, under a limit, a stable plan is held (B fixed, the configuration the plan without
+    # limits uses most: 10 rps x 100 h against A's 1 x 100 h; B alone costs at least 1,200)
+    (_, unlimited), (_, held), (first_leaf, b), (second_leaf, a) = calls
     assert (unlimited, b, a) == (pytest.approx(700), pytest.approx(1_200), pytest.approx(1_100))
+    assert held >= 1_200 - 1e-6
     assert first_leaf > 0.8 * 600  # all that is left, not a third of it (under 200 s)
     assert second_leaf < 0.55 * first_leaf
+
+
+
+def test_a_split_whose_leaves_find_no_plan_in_the_time_returns_the_stable_plan_held_before_it(solve, monkeypatch):
+    # The three-configuration case under a limit of 600 s, with no time for any leaf (as on a model whose first
+    # leaf finds no plan in what is left: bench standard x0.25 at 60 s returned no plan at all, 10 s late).
+    # The split searches no leaf: each counts its LP bound (B 660, A 1,100, C 22,000, worked above), and the
+    # proof is the better of their least (660) and the bound the plan without limits proved at the guide's gap
+    # (at most its optimum, 700; HiGHS stops within 10 % of it). The plan returned is
+    # the one held before the split: B fixed (the configuration the plan without limits uses most), which
+    # costs at least 1,200 (one H100 node in each period, 600 each).
+    from optimizer.solve import split
+
+    monkeypatch.setattr(split, "MIN_LEAF_SECONDS", 1e9)
+    calls = record_solves(monkeypatch, key="cutoff")
+    plan = solve(flip_with_a100(), solver="highs", time_limit=600)
+    assert plan.status == Status.FEASIBLE and plan.objective >= 1_200 - 1e-6
+    assert set(plan.inference["offering"]) == {"h100"}
+    assert 660 - 1e-6 <= plan.result.bound <= 700 + 1e-6
+    assert [cutoff for cutoff, _ in calls if cutoff is not None] == []  # no leaf was searched
+    assert "the split's leaves found no plan in the time" in plan.result.message
+    assert "3 not searched in the time (counted at their LP bound)" in plan.result.message
+
+
+def test_with_too_little_time_after_the_guide_the_configurations_are_fixed_and_searched_instead(solve,
+                                                                                                monkeypatch):
+    # The same case, with the split asking for more time than is left (SPLIT_ROOM times the guide's): no split.
+    # B, the configuration the plan without limits uses most, is fixed and searched (1,200), then each class is
+    # given one more configuration to choose from (B or A: 1,100), and so on to every configuration: the
+    # stable optimum, 1,100 (A in both periods), is still found and proven.
+    from optimizer.solve import driver
+
+    monkeypatch.setattr(driver, "SPLIT_ROOM", 1e12)
+    plan = solve(flip_with_a100(), solver="highs", time_limit=600)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
+    assert "configurations fixed to those the plan without stability limits uses most" in plan.result.message
+    assert "one stable solve per configuration" not in plan.result.message
 
 
 def flip_reserved() -> dict:
@@ -802,8 +842,9 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
     assert_plan_audited(model, r)
     assert r.status.has_plan
     if solver == "highs" and threads is None:
-        assert side_by_side == [(2, 30.0)]
-        assert limits[:2] == [30.0, 30.0]
+        # each with what is left of the 30 s: all of it but the milliseconds spent before the search
+        assert [n for n, _ in side_by_side] == [2] and side_by_side[0][1] == pytest.approx(30.0, abs=0.5)
+        assert limits[:2] == [pytest.approx(30.0, abs=0.5)] * 2
     else:
         assert side_by_side == []
         assert 10.0 < limits[0] <= 15.0 + 1e-9

@@ -90,6 +90,13 @@ EXTRA_CANDIDATES = 1
 #: the split (which class breaks its limit, which commitment counts first) and the split's leaves prove; only
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
+#: under a time limit, the exact split follows the model without stability limits (its guide) only when the time
+#: left is at least this many times what the guide took: after it the split solves its options' LPs (bench standard
+#: x0.25: 18 s against the guide's 20.6 s) and then searches its first leaf, a stable model of the guide's size, whole
+#: before any plan exists to cut off at. With less, the split's first leaf found no plan (that model at 60 s: no
+#: plan at all, 10 s past the limit); the configurations the guide uses most are fixed and searched instead
+#: (docs/performance.md, "A split with no time for its first leaf")
+SPLIT_ROOM = 3.0
 #: under a time limit, a model too large to prove (the fixed-configuration path) has the stable model with its
 #: configuration floors searched for a bound on a second CPU, beside the searches of its restrictions
 #: (:func:`_bound_beside`)
@@ -695,12 +702,29 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor, search=True,
                                      root=first.root_bound, duals=duals)
+    breaks = first.status.has_plan and not over_one(configuration_use(model, first.x)).empty
+    fallback = None
+    if time_limit is not None and breaks:
+        if time_limit - (time.perf_counter() - t0) < SPLIT_ROOM * first.solve_seconds:
+            # too little time left for the split to reach its first plan: the configurations the plan without
+            # limits uses most are fixed and searched instead, as when that plan came too late for a split
+            return _fixed_configurations(model, a, first.x, solver,
+                                         max(1.0, time_limit - (time.perf_counter() - t0)), gap, threads,
+                                         first.bound, first.solve_seconds,
+                                         source="the plan without stability limits", lp_x=guide, executor=executor,
+                                         search=True, root=first.root_bound, duals=duals)
+        # a stable plan in hand before the split, returned if no leaf finds a cheaper one in the time; searched
+        # for at most the guide's time (a restriction's first plan comes far sooner: x0.25 0.2 s, against 20 s)
+        fallback = _first_plans(model, _fixed_to_most_used(model, a, first.x, guide), first.x, guide,
+                                "the plan without stability limits", relaxed, solver,
+                                min(t0 + time_limit, time.perf_counter() + max(1.0, first.solve_seconds)), gap,
+                                threads)
     split = _split(model, a, first, solver,
                    None if time_limit is None else time_limit - (time.perf_counter() - t0),
                    gap, threads, incumbent, executor, carried, first_gap=guide_gap)
     if split is not None:
-        return split
-    if time_limit is not None and first.status.has_plan and not over_one(configuration_use(model, first.x)).empty:
+        return split if fallback is None else _kept_if_cheaper(split, *fallback, gap)
+    if time_limit is not None and breaks:
         # the plan puts a class limited to one configuration on several and no split took it (it has more than
         # MAX_SPLIT candidates): the same path as a model whose stage 1 stopped on the limit. A plan over limits
         # above one keeps stages 2 and 3, which prove a model of q3's size in the time (docs/performance.md,
@@ -763,6 +787,25 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
     caller gave no executor (:func:`_leaf_threads`)."""
     with _leaf_threads(solver, threads, executor) as (pool, leaf_threads):
         return exact_split(model, a, first, solver, time_limit, gap, leaf_threads, incumbent, pool, carried, **kw)
+
+
+def _kept_if_cheaper(split: SolveResult, held: SolveResult, how: str, seconds: float, gap: float) -> SolveResult:
+    """The split's result, or, where its leaves found no plan in the time or only dearer ones, the stable plan
+    ``held`` (the first plan of the configurations the plan without limits uses most, made before the split,
+    :func:`_first_plans`; ``how``: the guess that gave it, ``seconds``: its solver's time) with the split's
+    bound, which proves for every stable plan."""
+    if not held.status.has_plan or (split.status.has_plan and split.objective <= held.objective):
+        return split
+    bound = None if split.bound is None else min(split.bound, held.objective)
+    g = relative_gap(held.objective, bound)
+    proven = g is not None and g <= gap + 1e-12
+    said = "found no plan" if not split.status.has_plan else f"found {split.objective:,.2f} at best"
+    return dataclasses.replace(
+        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
+        root_bound=split.root_bound, solve_seconds=split.solve_seconds + seconds,
+        message=(f"{'optimal' if proven else 'time limit'}: the split's leaves {said} in the time, so the plan is "
+                 f"the first of the configurations the plan without stability limits uses most"
+                 + (f", {how}" if how else "") + f" ({split.message})"))
 
 
 @contextlib.contextmanager
@@ -1122,6 +1165,63 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     return x, obj, said + ")"
 
 
+def _fixed_to_most_used(model: Model, a, x: np.ndarray, lp_x: np.ndarray | None):
+    """A copy of the arrays ``a`` with each request class fixed to the N configurations the plan ``x`` uses most
+    (ties by their traffic in ``lp_x``), every other configuration off: a restriction of the stable model."""
+    ids = model.mip.variables["config-used"].ids
+    keep = _most_used(model, x, extra=0, then=lp_x)
+    fixed = a.copy_bounds()
+    fixed.col_hi[ids[~keep]] = 0.0
+    fixed.col_lo[ids[keep]] = 1.0
+    return fixed
+
+
+def _first_plans(model: Model, fixed, x: np.ndarray | None, lp_x: np.ndarray | None, source: str,
+                 relaxed: Relaxation, solver: str, deadline: float, gap: float, threads: int | None
+                 ) -> tuple[SolveResult, str, float]:
+    """The first plan of the restriction ``fixed`` (the configurations fixed), by the guesses nearest to what is
+    known first: (the result, which guess gave it, the solver's seconds in all).
+
+    The guesses: training as ``x`` (the plan of ``source``) places it,
+    training where ``lp_x`` (the point of ``relaxed``) places it, then the
+    configurations alone; each a restriction of ``fixed``, so any plan is a
+    stable plan. HiGHS searches them side by side, each until ``deadline``
+    (a ``time.perf_counter()`` value), and the first plan found is taken;
+    with ``threads`` 1, or another back end, they are tried in that order,
+    each with an equal share of the time left, the last what remains.
+    """
+    mip = model.mip
+    tries = []
+    if x is not None and x is not lp_x:
+        tries.append((f"training as {source} places it", restrict(mip, fixed, x, ROUNDS["inference"])))
+    near = training_support(mip, fixed, lp_x)
+    if near is not None:
+        tries.append((f"training placed where {relaxed.value} places it", near))
+    tries.append(("", fixed))
+    if solver == "highs" and len(tries) > 1 and threads != 1:
+        # the guesses side by side, each with all the time, the first plan found taken: a restriction that
+        # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:
+        # training where the LP runs hours found nothing in 16.5 s, the configurations alone a plan in 3.5 s;
+        # standard: the other way round). Not when the caller asked for one thread: that is one core
+        # (docs/performance.md, "First plans as soon as they are found")
+        i, first = first_plan([arrays for _, arrays in tries], max(1.0, deadline - time.perf_counter()), gap,
+                              threads)
+        return first, tries[i][0] if i is not None else "", first.solve_seconds
+    first, how, seconds = None, "", 0.0
+    for i, (how, arrays) in enumerate(tries):
+        left = deadline - time.perf_counter()
+        if first is not None and left < 1.0:
+            break
+        # each guess an equal share of what is left, the last all of it (the back ends that cannot search
+        # them side by side)
+        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left / (len(tries) - i)), gap=gap,
+                              threads=threads, arrays=arrays, target=np.inf)  # to the first plan: the rounds improve it
+        seconds += first.solve_seconds
+        if first.status.has_plan:
+            break
+    return first, how, seconds
+
+
 def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
                           threads: int | None, bound: float | None, spent: float,
                           source: str = "the plan without stability limits",
@@ -1176,14 +1276,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     root, never the restriction's.
     """
     mip = model.mip
-    ids = mip.variables["config-used"].ids
-    fixed = a.copy_bounds()
     search = search and x is not None  # without a point nothing is fixed: the final search is that search
-    if x is not None:
-        keep = _most_used(model, x, extra=0, then=lp_x)
-        fixed.col_hi[ids[~keep]] = 0.0
-        fixed.col_lo[ids[keep]] = 1.0
-    # else no point to guide the choice (the LP stopped on the limit): the configurations stay free. Forcing
+    fixed = a.copy_bounds() if x is None else _fixed_to_most_used(model, a, x, lp_x)
+    # without a point to guide the choice (the LP stopped on the limit): the configurations stay free. Forcing
     # every one on, as before, broke each class's limit whenever it had more candidates than it may use
     t0 = time.perf_counter()
 
@@ -1209,37 +1304,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         if built is not None:
             first = SolveResult(Status.FEASIBLE, solver, objective=rec["after"], x=built)
             how = f"the periods solved one after the other from {relaxed.value}'s point"
-    # first plans, nearest to what is known first: training as the plan without limits places it, then
-    # training where the LP places it, then the configurations alone
-    tries = []
     if first is None:
-        if x is not None and x is not lp_x:
-            tries.append((f"training as {source} places it",
-                          restrict(mip, fixed, x, ROUNDS["inference"])))
-        near = training_support(mip, fixed, lp_x)
-        if near is not None:
-            tries.append((f"training placed where {relaxed.value} places it", near))
-        tries.append(("", fixed))
-    if first is None and solver == "highs" and len(tries) > 1 and threads != 1:
-        # the guesses side by side, each with all the time, the first plan found taken: a restriction that
-        # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:
-        # training where the LP runs hours found nothing in 16.5 s, the configurations alone a plan in 3.5 s;
-        # standard: the other way round). Not when the caller asked for one thread: that is one core
-        # (docs/performance.md, "First plans as soon as they are found")
-        i, first = first_plan([arrays for _, arrays in tries], time_limit, gap, threads)
-        how = tries[i][0] if i is not None else ""
-        seconds += first.solve_seconds
-    for i, (how, arrays) in enumerate(tries if first is None else ()):
-        left = time_limit - (time.perf_counter() - t0)
-        if first is not None and left < 1.0:
-            break
-        # each guess an equal share of what is left, the last all of it (the back ends that cannot search
-        # them side by side)
-        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left / (len(tries) - i)), gap=gap,
-                              threads=threads, arrays=arrays, target=np.inf)  # to the first plan: the rounds improve it
-        seconds += first.solve_seconds
-        if first.status.has_plan:
-            break
+        first, how, spent_here = _first_plans(model, fixed, x, lp_x, source, relaxed, solver, t0 + time_limit, gap,
+                                              threads)
+        seconds += spent_here
     if first.status.has_plan:
         best_x, best_obj = first.x, first.objective
         steps.append((f"configurations fixed to those {source} uses most" if x is not None

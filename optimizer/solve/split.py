@@ -43,6 +43,9 @@ MAX_SPLIT = 16
 MAX_COMMITMENT_SPLIT = 4
 #: the variable blocks whose columns are commitments: one integer that every period of its term uses
 COMMITMENTS = ("units-reserved", "units-owned-new")
+#: under a time limit, the least time a leaf is searched for; with less left, the leaves not yet searched count their
+#: LP bound instead of starting past the limit
+MIN_LEAF_SECONDS = 1.0
 #: how often the split looks at the leaves running on an executor (seconds)
 POLL_SECONDS = 0.02
 #: whether a leaf's search may restart from its root (HiGHS's ``mip_allow_restart``). A leaf is a small model
@@ -265,7 +268,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     configs = [config]
     choices = configs + commitment_choices(model, a, first, prefer)
     B = first.bound
-    state = {"best": incumbent, "pruned": 0, "carried": 0}
+    state = {"best": incumbent, "pruned": 0, "carried": 0, "unsearched": 0}
     failed: dict[tuple, str] = {}  # the leaves whose last search the back end failed on, with its message
     solved: set[tuple] = set()  # the leaves searched (a leaf may be searched twice: to first_gap, then to gap)
     loose = gap if first_gap is None else max(gap, first_gap)
@@ -344,6 +347,19 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             # against 1 s in one process)
             while len(running) >= executor.workers or (running and state["best"] is None):
                 collect(wait=True)
+        if time_limit is not None:
+            if left() < MIN_LEAF_SECONDS:
+                # the time is up (or ran out while the leaf waited for a worker): searched now, it would end past
+                # the limit (bench standard x0.25 at 90 s: a leaf given 16 s at the limit, the run 16 s late). What
+                # it has proven stands: its LP bound, as a pruned subtree's, or its first search's bound
+                bound = max(known, lp_of[key])
+                bounds.append(bound)
+                leaf_proofs[key] = bound
+                roots[key] = max(roots.get(key, -np.inf), lp_of[key])
+                if key not in solved:
+                    state["unsearched"] += 1
+                return
+            share = min(share, left())  # its share, taken when it was queued, within what is left now
         best = state["best"]
         task = LeafTask(b, solver, share, leaf_gap, threads, start, None if best is None else best.objective,
                         heuristics)
@@ -362,7 +378,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                 leaf_proofs[key] = roots[key] = known
                 state["carried"] += 1
                 return
-            share = None if budget_end is None else max(1.0, budget_end - time.perf_counter())
+            share = None if budget_end is None else max(MIN_LEAF_SECONDS, budget_end - time.perf_counter())
             if share is not None and state["best"] is None and not running:
                 # no plan yet, anywhere: a leaf cut short of its first plan leaves nothing to return and
                 # nothing to prune the others with, so the first leaf (the most promising) takes the time left
@@ -391,7 +407,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     drain()
     # the leaves not settled (searched to first_gap, or stopped on their share) are searched on to the gap, from
     # their plans, under the best cutoff, with the time the pruned and quick leaves left
-    while (open_ or running) and not done() and (left() is None or left() >= 1.0):
+    while (open_ or running) and not done() and (left() is None or left() >= MIN_LEAF_SECONDS):
         if not open_:
             collect(wait=True)
             continue
@@ -400,7 +416,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if settled(bound):
             bounds.append(bound)
             continue
-        share = None if left() is None else max(1.0, left() / (len(open_) + len(running) + 1))
+        share = None if left() is None else max(MIN_LEAF_SECONDS, left() / (len(open_) + len(running) + 1))
         own = r.x if r.status.has_plan else None
         # a leaf with a plan of its own searched again is a proof; one stopped before its first plan still searches
         leaf(b, key, share, own, bound, leaf_gap=gap, heuristics=PROOF_HEURISTICS or own is None)
@@ -420,7 +436,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                                message="no stable plan: the back end failed on the leaves of the split"
                                + (f" (first: {failure})" if failed else ""))
         return SolveResult(Status.TIME_LIMIT, solver, bound=min(bounds), solve_seconds=seconds,
-                           message="no stable plan within the time limit")
+                           message="no stable plan within the time limit: "
+                           f"{len(solved)} lea{'f' if len(solved) == 1 else 'ves'} searched"
+                           + (f", {state['unsearched']} not searched in the time (counted at their LP bound)"
+                              if state["unsearched"] else ""))
     best.solve_seconds = seconds
     proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
     best.bound = min(best.objective, proof)
@@ -435,6 +454,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     f"one stable solve per {what}: "
                     f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
+                    + (f"{state['unsearched']} not searched in the time (counted at their LP bound), "
+                       if state["unsearched"] else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else "")
                     + ("; split as its solved neighbours were, without the model without limits"
