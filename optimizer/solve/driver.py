@@ -91,12 +91,14 @@ EXTRA_CANDIDATES = 1
 #: when no split follows is it solved on to the requested gap (measured against other values: docs/performance.md)
 GUIDE_GAP = 0.1
 #: under a time limit, the exact split follows the model without stability limits (its guide) only when the time
-#: left is at least this many times what the guide took: after it the split solves its options' LPs (bench standard
-#: x0.25: 18 s against the guide's 20.6 s) and then searches its first leaf, a stable model of the guide's size, whole
-#: before any plan exists to cut off at. With less, the split's first leaf found no plan (that model at 60 s: no
-#: plan at all, 10 s past the limit); the configurations the guide uses most are fixed and searched instead
-#: (docs/performance.md, "A split with no time for its first leaf")
-SPLIT_ROOM = 3.0
+#: left is at least this many times what the guide took. After the guide the split solves its options' LPs, then
+#: searches its first leaf, a stable model of the guide's size, whole before any plan exists to cut off at: on bench
+#: standard x0.25 (guide 21-22 s) the LPs took 18 s and the first leaf 77 s to its guide gap, 4.5 times the guide in
+#: all; 5 leaves a margin for the guide's own variation. With less room the first leaf found no plan (at 90 s:
+#: before, no plan at all, 18 s past the limit; with 3 times, the plan held before the split, 25.2M against a bound
+#: of 2.61M); the configurations the guide uses most are fixed and searched instead (2.80M; docs/performance.md,
+#: "A split with no time for its first leaf")
+SPLIT_ROOM = 5.0
 #: under a time limit, a model too large to prove (the fixed-configuration path) has the stable model with its
 #: configuration floors searched for a bound on a second CPU, beside the searches of its restrictions
 #: (:func:`_bound_beside`)
