@@ -603,6 +603,14 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     stage 1 (with every configuration allowed) and is the split's first best
     plan; its choices are the split's first options.
 
+    Under a time limit the split follows stage 1 only when the time left
+    is at least :data:`SPLIT_ROOM` times what stage 1 took (its option LPs
+    and its first leaf, searched whole, need about that); otherwise the
+    configurations are fixed as below. Before the split a stable plan is
+    held (:func:`_first_plans` of the configurations stage 1 uses most),
+    and returned with the split's bound when no leaf finds a cheaper one
+    in the time (:func:`_kept_if_cheaper`).
+
     Under a time limit, if stage 1 stops on the limit (a large model), the
     configurations are fixed instead (:func:`_fixed_configurations`):
     those stage 1's plan uses most, or, without a plan, those of the LP

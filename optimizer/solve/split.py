@@ -246,7 +246,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     takes all the time left (a leaf stopped before its first plan gives
     neither a plan nor a cutoff for the others). A leaf stopped on its
     share keeps its bound and is taken up again, from its plan, with the
-    time the others left.
+    time the others left. No leaf is searched with less than
+    :data:`MIN_LEAF_SECONDS` left: it counts what it has proven (its LP
+    bound, or its first search's bound), as a pruned subtree does.
     """
     t0 = time.perf_counter()
     mip = model.mip
