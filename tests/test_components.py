@@ -243,8 +243,9 @@ def test_a_stopped_inline_executor_starts_nothing_and_each_part_counts_its_lp_sh
 def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restrictions_cannot(tmp_path, monkeypatch):
     # FLIP on the fixed-configuration path with a search (tests/test_executable_plans.py): the restriction (B
     # in both periods) gives 1,200 and proves it for itself only; the caller's bound is 700 (the plan without
-    # limits). On the second CPU the stable model with its floors is searched first; here it stops on its share
-    # with nothing (a large model's search), and the CPU goes on with the cuts at the LP's duals. FLIP is one
+    # limits). On the second CPU the stable model with its floors is searched first, then the configuration
+    # relaxation; here both end at once with nothing (stood in for), so time is left, and the CPU goes on with
+    # the cuts at the LP's duals. FLIP is one
     # service, so its component model is the whole model and proves the optimum, 1,100 (A in both periods,
     # worked by hand in test_one_service_rises_to_the_optimum_where_the_periods_do_not). The whole stable
     # model's search is made to end with nothing after the cuts are done (a large model's, on its limit):
@@ -278,11 +279,13 @@ def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restriction
 
     monkeypatch.setattr(driver.decompose, "start_cuts", cuts)
     real = driver.backend_solve
-    seen = {"floors": 0, "whole": 0}
+    seen = {"floors": 0, "relaxation": 0, "whole": 0}
 
     def spy(*args, **kw):
-        if len(kw["arrays"].row_lo) > len(a.row_lo):  # the floors' rows: the search beside, stopped with nothing
-            seen["floors"] += 1
+        if len(kw["arrays"].row_lo) > len(a.row_lo):  # the floors' rows: the searches beside, stopped with nothing
+            # the configuration relaxation keeps only the configurations whole
+            only_configurations = kw["arrays"].integer.sum() == len(ids)
+            seen["relaxation" if only_configurations else "floors"] += 1
             return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
         if kw["arrays"] is a:  # the whole stable model's search, once the cuts beside are done
             seen["whole"] += 1
@@ -294,7 +297,7 @@ def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restriction
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
                                      lp_x=lp.x, duals=lp.duals)
     assert_plan_audited(model, r)
-    assert seen == {"floors": 1, "whole": 1}
+    assert seen == {"floors": 1, "relaxation": 1, "whole": 1}
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
     assert r.bound == pytest.approx(1_100, rel=1e-6) and r.gap == pytest.approx(100 / 1_200, rel=1e-6)
     assert r.decomposition_bound == pytest.approx(1_100, rel=1e-6)

@@ -738,10 +738,49 @@ def test_a_bound_searched_beside_proves_what_the_restrictions_cannot(tmp_path, m
     spy_on_solves(monkeypatch, spy)
     r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
-    assert len(main) == 2 and len(aside) == 1
+    # the floors' search, then, on the same CPU while time is left, the configuration relaxation (FLIP's searches
+    # take milliseconds, so it starts before the clock runs out)
+    assert len(main) == 2 and len(aside) in (1, 2) and aside[0].objective == pytest.approx(1_100)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert r.bound == pytest.approx(1_100, rel=1e-6)
     assert "the stable model with its configuration floors, searched beside, found 1,100.00" in r.message
+
+
+
+def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds_nothing(tmp_path, monkeypatch):
+    # The same path on two CPUs, the stable model's search with its floors stopped with nothing (a large
+    # model's, on its share) and no LP duals for the cuts. The CPU beside goes on with the configuration
+    # relaxation (floors, only the configurations whole): its LP with the floors is already the stable optimum,
+    # 1,100 (tests/test_strengthen.py works it by hand), so it proves 1,100. The whole stable model's search is
+    # stopped as well: the plan is the restriction's 1,200 (B in both periods), proven within 100 / 1,200.
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    ids = model.mip.variables["config-used"].ids
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.backend_solve
+    seen = []
+
+    def spy(*args, **kw):
+        b = kw["arrays"]
+        if len(b.row_lo) > len(a.row_lo) and b.integer.sum() > len(ids):  # the floors' search of the stable model
+            seen.append("floors")
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        if len(b.row_lo) > len(a.row_lo):
+            seen.append("relaxation")
+        elif b is a:  # the whole stable model's search
+            seen.append("whole")
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert seen.count("floors") == 1 and seen.count("relaxation") == 1
+    assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200)
+    assert r.bound == pytest.approx(1_100, rel=1e-6) and r.gap == pytest.approx(100 / 1_200, rel=1e-6)
+    assert "the bound is the configuration relaxation, solved beside" in r.message
 
 
 def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):

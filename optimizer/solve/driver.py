@@ -108,10 +108,16 @@ BOUND_BESIDE = True
 #: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
 #: with all; docs/performance.md, "Configuration floors")
 BESIDE_SHARE = 0.25
+#: on the fixed-configuration path, the CPU of the floors' search goes on, once that search has had its share, with
+#: the configuration relaxation (:func:`configuration_relaxation`) until the time limit, for its bound, and with the
+#: parts solved apart below (:data:`CUTS_AFTER_FLOORS`) only if it is proven before (bench x0.25 at 90 s: standard
+#: 2,565,954 -> 2,605,429, training-heavy 3,444,101 -> 3,543,758; docs/performance.md, "The configuration
+#: relaxation beside the fixed path")
+CONFIGURATIONS_AFTER_FLOORS = True
 #: on the fixed-configuration path with the LP's duals at hand, the CPU of the floors' search goes on, once that
-#: search has had its share, with the components and the periods solved apart at those duals, until the time limit
-#: (:func:`_bound_beside`; bench x1 standard at 600 s: docs/performance.md, "The components solved apart on every
-#: heuristic path")
+#: search has had its share and the configuration relaxation after it is proven, with the components and the periods
+#: solved apart at those duals, until the time limit (:func:`_bound_beside`; bench x1 standard at 600 s:
+#: docs/performance.md, "The components solved apart on every heuristic path")
 CUTS_AFTER_FLOORS = True
 #: while the configuration relaxation guides (:func:`solve_stable`), the same relaxation with whole units is solved
 #: beside it on the CPU it leaves idle, for its bound (q3 + default catalog at 60 s: bound 61,146 -> 62,862), and
@@ -995,7 +1001,14 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
        without stability limits cannot reach (q3 with the default catalog
        at 60 s: 56,505 → 59,663; docs/performance.md, "Configuration
        floors").
-    2. Then, given the LP relaxation's ``duals`` (and its point ``lp_x``),
+    2. Then the configuration relaxation (:func:`configuration_relaxation`:
+       the floors, only the configurations whole) until ``deadline``, for
+       its bound (:data:`CONFIGURATIONS_AFTER_FLOORS`). It sees each class
+       on one configuration and the floors, which the floors' search of the
+       whole stable model does not get past its root in the time (bench
+       x0.25 at 90 s: standard 2,565,954 -> 2,605,429).
+    3. Then, only if that relaxation is proven before ``deadline``, given
+       the LP relaxation's ``duals`` (and its point ``lp_x``),
        the components and the periods solved apart at those duals
        (:func:`optimizer.solve.decompose.start_cuts`) until ``deadline`` (a
        ``time.perf_counter()`` value: the end of the caller's limit), on the
@@ -1008,7 +1021,9 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
        solved apart on every heuristic path").
 
     The result is (the floors' search, one
-    :class:`~optimizer.solve.decompose.DecompositionBound` per cut solved).
+    :class:`~optimizer.solve.decompose.DecompositionBound` per cut solved,
+    the configuration relaxation's result or None); of the relaxation only
+    the bound is used (its point is no stable plan).
     HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`BOUND_BESIDE`).
     """
@@ -1023,14 +1038,21 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     def run():
         searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
                                  arrays=floors)
+        relaxed = None
+        if CONFIGURATIONS_AFTER_FLOORS and deadline is not None and deadline - time.perf_counter() >= 1.0 \
+                and not stop.is_set():
+            # until the deadline; the cuts follow only if it is proven before. With half the time (the cuts the
+            # other half) it proved less, and the cuts nothing more (bench x0.25 at 90 s: standard 2,589,039
+            # against 2,605,429, training-heavy 3,442,161 against 3,543,758)
+            relaxed = configuration_relaxation(model, a, solver, deadline - time.perf_counter(), gap, 1)
         if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
-            return searched, []
+            return searched, [], relaxed
         left = deadline - time.perf_counter()
         # in this thread, one model after the other, each with its share of what is left until the deadline;
         # once the caller has its plan (it asks for this result) no model starts, and those not started count
         # their part of the LP
         pendings = decompose.start_cuts(model, duals, Inline(stop), left, gap, lp_x=lp_x)
-        return searched, [pending.collect(0.0) for pending in pendings]
+        return searched, [pending.collect(0.0) for pending in pendings], relaxed
 
     return _Beside.start(solver, threads, run, stop)
 
@@ -1418,10 +1440,14 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     cuts = []
     if beside is not None:
-        floors, cuts = beside.result()
+        floors, cuts, relaxed_beside = beside.result()
         roots.append(floors.root_bound)
         if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
             proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
+        if (relaxed_beside is not None and relaxed_beside.bound is not None and relaxed_beside.status.has_plan
+                and (proof is None or relaxed_beside.bound > proof)):
+            # a relaxation's bound: its point is no stable plan and is not used
+            proof, proof_from = relaxed_beside.bound, "the configuration relaxation, solved beside"
         if floors.status.has_plan and floors.objective < (best_obj if result is None else result.objective) - 1e-9:
             steps.append(f"the stable model with its configuration floors, searched beside, found "
                          f"{floors.objective:,.2f}")
