@@ -221,3 +221,23 @@ def test_a_bound_is_met_to_the_digits_a_back_end_prints():
     assert violations(box(0.0, 111.693738), np.array([111.6939]))  # 1.6e-4 above: more than print rounding
     assert violations(box(0.0, 0.0), np.array([2e-6]))              # at zero the tolerance stays 1e-6
     assert violations(box(-np.inf, np.inf), np.array([1e30])) == []
+
+
+def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit():
+    # A search beside the driver's own is stopped once the driver has its answer (driver._bound_beside). A
+    # generated 4-week model (not solved by HiGHS's presolve): with the event set before the run, HiGHS stops at
+    # its first interrupt point, and the run is `time-limit` (no plan yet) or `feasible` (a plan and its
+    # bound), never `error` (HiGHS's own status for it, "interrupted by user", would have been one). With the
+    # event never set the same search runs to the optimum.
+    import threading
+
+    p = problem(0.05, weeks=4)
+    mip = presolve.build(p, build_candidates(p)).mip
+    stop = threading.Event()
+    stop.set()
+    r = solve(mip, "highs", gap=1e-9, threads=1, stop=stop)
+    assert r.status in (Status.TIME_LIMIT, Status.FEASIBLE), r.message
+    assert "stopped by its caller" in r.message
+    full = solve(mip, "highs", gap=1e-9, threads=1, stop=threading.Event())
+    assert full.status == Status.OPTIMAL
+    assert r.bound is None or r.bound <= full.objective * (1 + 1e-9)

@@ -783,6 +783,44 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
     assert "the bound is the configuration relaxation, solved beside" in r.message
 
 
+
+def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, monkeypatch):
+    # FLIP's fixed path with a search, limit 600 s: its own searches prove 1,100 in well under a second. The
+    # configuration relaxation beside would run until the limit; it is stood in for by one that waits for the
+    # stop event it is given. The path's own search waits until the relaxation has started (so the order
+    # does not depend on the machine), and once the path has its answer it sets the event and the run ends,
+    # with FLIP's optimum; without the event the stand-in would wait its 60 s and say so.
+    import threading
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    started, seen = threading.Event(), {}
+
+    def relaxation(*args, stop=None, **kw):
+        seen["event"] = stop
+        started.set()
+        seen["stopped"] = stop is not None and stop.wait(60.0)
+        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        floors = len(kw["arrays"].row_lo) > len(a.row_lo)
+        if not floors and kw.get("target") is None:  # the path's own searches, after the first plan
+            assert started.wait(60.0)
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert isinstance(seen["event"], threading.Event) and seen["stopped"]
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+
+
 def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
     from optimizer.solve import driver
 

@@ -253,7 +253,8 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 
 def configuration_relaxation(model: Model, a, solver: str, time_limit: float | None, gap: float,
-                             threads: int | None, whole: Sequence[str] = ("config-used",)) -> SolveResult:
+                             threads: int | None, whole: Sequence[str] = ("config-used",),
+                             stop: threading.Event | None = None) -> SolveResult:
     """The stable model with its configuration floors and every integrality but ``config-used``'s dropped
     (and that of the other variable blocks named in ``whole``).
 
@@ -280,7 +281,8 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
     (:data:`UNITS_BESIDE`).
 
     CP-SAT takes no continuous column; HiGHS solves it for that back end,
-    as it does the LP relaxation.
+    as it does the LP relaxation. ``stop``: the back end's (a caller that
+    solves it beside its own search stops it once it has its answer).
     """
     mip = model.mip
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
@@ -290,7 +292,7 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
             ids = mip.variables[name].ids
             integer[ids] = floors.integer[ids]
     return backend_solve(mip, solver="highs" if solver == "cp-sat" else solver, time_limit=time_limit, gap=gap,
-                         threads=threads, arrays=dataclasses.replace(floors, integer=integer))
+                         threads=threads, arrays=dataclasses.replace(floors, integer=integer), stop=stop)
 
 
 def without_limits(mip, a):
@@ -1036,15 +1038,17 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     stop = threading.Event()
 
     def run():
+        # both searches stop once the caller has its plan and asks for this result (``stop``): their bounds so
+        # far are what it can use, and it does not wait for the time limit
         searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
-                                 arrays=floors)
+                                 arrays=floors, stop=stop)
         relaxed = None
         if CONFIGURATIONS_AFTER_FLOORS and deadline is not None and deadline - time.perf_counter() >= 1.0 \
                 and not stop.is_set():
             # until the deadline; the cuts follow only if it is proven before. With half the time (the cuts the
             # other half) it proved less, and the cuts nothing more (bench x0.25 at 90 s: standard 2,589,039
             # against 2,605,429, training-heavy 3,442,161 against 3,543,758)
-            relaxed = configuration_relaxation(model, a, solver, deadline - time.perf_counter(), gap, 1)
+            relaxed = configuration_relaxation(model, a, solver, deadline - time.perf_counter(), gap, 1, stop=stop)
         if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
             return searched, [], relaxed
         left = deadline - time.perf_counter()

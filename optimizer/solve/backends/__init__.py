@@ -79,6 +79,7 @@ def solve(
     cutoff: float | None = None,
     restart: bool = True,
     heuristics: bool = True,
+    stop=None,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -113,6 +114,10 @@ def solve(
         False: the back end runs none of its primal heuristics (HiGHS; the
         others ignore it), for a search whose job is to prove a bound; it
         still finds the plans its tree reaches.
+    stop
+        A :class:`threading.Event` the caller sets when it no longer needs
+        the run (HiGHS; the others run to their limit): the search stops at
+        its next interrupt point and ends as on its time limit.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -137,6 +142,8 @@ def solve(
             extra["restart"] = False
         if not heuristics:
             extra["heuristics"] = False
+        if stop is not None:
+            extra["stop"] = stop
     elif key == "cbc" and cutoff is not None:
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)

@@ -99,7 +99,8 @@ def _lp(highspy, a: Arrays):
 def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None,
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
                   target: float | None = None, cutoff: float | None = None, restart: bool = True,
-                  heuristics: bool = True, lp_threads: int | None = None) -> SolveResult:
+                  heuristics: bool = True, lp_threads: int | None = None,
+                  stop: threading.Event | None = None) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -121,12 +122,16 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     least 2): HiGHS's parallel dual simplex on that many threads
     (``simplex_strategy`` 2), run in a thread of its own so that its
     scheduler is not the caller's (HiGHS keeps one per calling thread; the
-    caller's is neither reset nor resized).
+    caller's is neither reset nor resized). ``stop`` (a MIP): an event the
+    caller sets when it no longer needs the run (a search beside its own that
+    has its answer); HiGHS stops at its next interrupt point, and the run
+    ends as on its time limit: ``time-limit`` with its bound, or ``feasible``
+    with its plan and bound.
     """
     a = arrays if arrays is not None else mip.arrays()
     if lp_threads is not None and (lp_threads < 2 or a.integer.any()):
         lp_threads = None
-    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads)
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads, stop)
     result = run.result() if run.run_to_target([run]) else run.early_result()
     if start is not None and run.mip_model and run.reported is not None \
             and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
@@ -181,11 +186,13 @@ class _Run:
 
     def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
                  start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool,
-                 heuristics: bool = True, lp_threads: int | None = None):
+                 heuristics: bool = True, lp_threads: int | None = None, stop: threading.Event | None = None):
         import highspy
 
         t0 = time.perf_counter()
         self.a, self.gap, self.target, self.cutoff = a, gap, target, cutoff
+        #: the caller's event to stop the run (:func:`solve_highspy`), and whether it did
+        self.stop, self.stopped = stop, False
         self.hs = highspy
         with _quiet_stdout():
             h = self.h = highspy.Highs()
@@ -264,6 +271,9 @@ class _Run:
                 data_in.user_interrupt = True
             if self.cutoff is not None and float(data_out.mip_dual_bound) >= self.cutoff:
                 self.at_cutoff = True
+                data_in.user_interrupt = True
+            if self.stop is not None and self.stop.is_set():
+                self.stopped = True
                 data_in.user_interrupt = True
 
     @property
@@ -358,10 +368,12 @@ class _Run:
         if common["root_bound"] is None and self.mip_model and status == S.kOptimal and info.mip_node_count <= 1:
             common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
         if not has_plan:
+            stopped = self.stopped and status == S.kInterrupt  # the caller's stop: as on a time limit
             msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                    S.kTimeLimit: "no plan within the time limit"}.get(
-                status, f"HiGHS status {h.modelStatusToString(status)}")
-            st = Status.TIME_LIMIT if status == S.kTimeLimit else Status.ERROR
+                status, "stopped by its caller before a plan" if stopped
+                else f"HiGHS status {h.modelStatusToString(status)}")
+            st = Status.TIME_LIMIT if status == S.kTimeLimit or stopped else Status.ERROR
             if cutoff is not None and bound is not None and bound >= cutoff:
                 msg, st = cut_off_message(cutoff), Status.CUT_OFF
             return SolveResult(st, "highs", message=msg, bound=bound, **common)
@@ -380,6 +392,8 @@ class _Run:
         msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
                                         else "stopped at the target" if target is not None and objective <= target
                                         else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
+                                        else "stopped by its caller (best plan so far, with its bound)"
+                                        if self.stopped and status == S.kInterrupt
                                         else f"HiGHS status {h.modelStatusToString(status)}")
         return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
 
