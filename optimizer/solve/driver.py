@@ -497,15 +497,22 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
 
 def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> SolveResult:
     """The known plan with the search's proven bound (the search found nothing cheaper in its time)."""
-    bound = None if result.bound is None else min(result.bound, incumbent.objective)
-    g = relative_gap(incumbent.objective, bound)
+    return _held_with_bound(incumbent, result, gap, "the known plan, the search found nothing cheaper")
+
+
+def _held_with_bound(held: SolveResult, result: SolveResult, gap: float, said: str,
+                     seconds: float = 0.0) -> SolveResult:
+    """The plan ``held`` (made before ``result``'s search, which found nothing cheaper) with that search's proven
+    bound, clipped to the plan's cost, and its times and root bound; ``said``: how the message names the plan,
+    ``seconds``: the solver's time spent on ``held``."""
+    bound = None if result.bound is None else min(result.bound, held.objective)
+    g = relative_gap(held.objective, bound)
     proven = g is not None and g <= gap + 1e-12
     return dataclasses.replace(
-        incumbent, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
-        x=incumbent.x.copy(), solve_seconds=result.solve_seconds, build_seconds=result.build_seconds,
+        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
+        x=held.x.copy(), solve_seconds=result.solve_seconds + seconds, build_seconds=result.build_seconds,
         root_bound=result.root_bound,
-        message=f"{'optimal' if proven else 'time limit'}: the known plan, the search found nothing cheaper "
-                f"({result.message})")
+        message=f"{'optimal' if proven else 'time limit'}: {said} ({result.message})")
 
 
 def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
@@ -814,16 +821,11 @@ def _kept_if_cheaper(split: SolveResult, held: SolveResult, how: str, seconds: f
     bound, which proves for every stable plan."""
     if not held.status.has_plan or (split.status.has_plan and split.objective <= held.objective):
         return split
-    bound = None if split.bound is None else min(split.bound, held.objective)
-    g = relative_gap(held.objective, bound)
-    proven = g is not None and g <= gap + 1e-12
-    said = "found no plan" if not split.status.has_plan else f"found {split.objective:,.2f} at best"
-    return dataclasses.replace(
-        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
-        root_bound=split.root_bound, solve_seconds=split.solve_seconds + seconds,
-        message=(f"{'optimal' if proven else 'time limit'}: the split's leaves {said} in the time, so the plan is "
-                 f"the first of the configurations the plan without stability limits uses most"
-                 + (f", {how}" if how else "") + f" ({split.message})"))
+    found = "found no plan" if not split.status.has_plan else f"found {split.objective:,.2f} at best"
+    return _held_with_bound(held, split, gap,
+                            f"the split's leaves {found} in the time, so the plan is the first of the "
+                            "configurations the plan without stability limits uses most" + (f", {how}" if how else ""),
+                            seconds)
 
 
 @contextlib.contextmanager
@@ -928,6 +930,8 @@ def _beside_pool(solver: str, threads: int | None) -> Threads | None:
 #: the relaxations :func:`_relaxations_beside` solves, as the message names them when their bound proves
 HELD_UNITS = "the configuration relaxation with whole units, solved beside"
 HELD_FREE = "the model without stability limits, solved beside"
+#: the relaxation :func:`_bound_beside` solves after the floors' search, as the message names it
+HELD_CONFIGURATIONS = "the configuration relaxation, solved beside"
 
 
 def _held_bound(result: SolveResult, beside: tuple[SolveResult, str], gap: float) -> None:
@@ -1448,10 +1452,6 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         roots.append(floors.root_bound)
         if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
             proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
-        if (relaxed_beside is not None and relaxed_beside.bound is not None and relaxed_beside.status.has_plan
-                and (proof is None or relaxed_beside.bound > proof)):
-            # a relaxation's bound: its point is no stable plan and is not used
-            proof, proof_from = relaxed_beside.bound, "the configuration relaxation, solved beside"
         if floors.status.has_plan and floors.objective < (best_obj if result is None else result.objective) - 1e-9:
             steps.append(f"the stable model with its configuration floors, searched beside, found "
                          f"{floors.objective:,.2f}")
@@ -1469,6 +1469,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal: " if proven else TIME_LIMIT_SAID) + "; ".join(steps) +
                       ("" if proven else BOUND_NAMED.format(proof_from)))
+    if beside is not None and relaxed_beside is not None:  # a relaxation's bound; its point is no stable plan
+        _held_bound(result, (relaxed_beside, HELD_CONFIGURATIONS), gap)
     for dec in cuts:  # solved apart on the floors' CPU after its search: the best bound proves, named as such
         _apply_decomposition(result, dec, gap, where="on the CPU beside the search")
     return result

@@ -426,6 +426,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     bounds += [o[0] for o in open_]
     # the split's own time (its LPs, and the leaves, side by side or not) on top of the plan without limits
     best, seconds = state["best"], first.solve_seconds + (time.perf_counter() - t0)
+    unsearched = (f"{state['unsearched']} not searched in the time (counted at their LP bound)"
+                  if state["unsearched"] else "")
     failure = next(iter(failed.values()), None)  # the back end's word on the first leaf it failed on
     what = (" and ".join(f"configuration of {c.name} ({len(c.options)} configurations)" for c in configs)
             + "".join(f" and count of {c.name}" for c in choices[len(configs):]))
@@ -440,8 +442,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         return SolveResult(Status.TIME_LIMIT, solver, bound=min(bounds), solve_seconds=seconds,
                            message="no stable plan within the time limit: "
                            f"{len(solved)} lea{'f' if len(solved) == 1 else 'ves'} searched"
-                           + (f", {state['unsearched']} not searched in the time (counted at their LP bound)"
-                              if state["unsearched"] else ""))
+                           + (f", {unsearched}" if unsearched else ""))
     best.solve_seconds = seconds
     proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
     best.bound = min(best.objective, proof)
@@ -456,8 +457,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     f"one stable solve per {what}: "
                     f"{len(solved)} solved, {state['pruned']} pruned by their LP bound, "
                     + (f"{state['carried']} by bounds carried from solved neighbours, " if state["carried"] else "")
-                    + (f"{state['unsearched']} not searched in the time (counted at their LP bound), "
-                       if state["unsearched"] else "")
+                    + (f"{unsearched}, " if unsearched else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else "")
                     + ("; split as its solved neighbours were, without the model without limits"

@@ -367,8 +367,8 @@ class _Run:
             bound = clip_to_cutoff(bound, cutoff)
         if common["root_bound"] is None and self.mip_model and status == S.kOptimal and info.mip_node_count <= 1:
             common["root_bound"] = bound  # the search ended at its root: the root proved what the search did
+        stopped = self.stopped and status == S.kInterrupt  # the caller's stop: as on a time limit
         if not has_plan:
-            stopped = self.stopped and status == S.kInterrupt  # the caller's stop: as on a time limit
             msg = {S.kUnbounded: "unbounded", S.kUnboundedOrInfeasible: "unbounded or infeasible",
                    S.kTimeLimit: "no plan within the time limit"}.get(
                 status, "stopped by its caller before a plan" if stopped
@@ -392,8 +392,7 @@ class _Run:
         msg = "optimal" if proven else ("time limit (best plan so far, with its bound)" if status == S.kTimeLimit
                                         else "stopped at the target" if target is not None and objective <= target
                                         else "cut off" if cutoff is not None and bound is not None and bound >= cutoff
-                                        else "stopped by its caller (best plan so far, with its bound)"
-                                        if self.stopped and status == S.kInterrupt
+                                        else "stopped by its caller (best plan so far, with its bound)" if stopped
                                         else f"HiGHS status {h.modelStatusToString(status)}")
         return SolveResult(st, "highs", objective=objective, bound=bound, gap=g, x=x, message=msg, **common)
 
