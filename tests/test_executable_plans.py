@@ -786,10 +786,12 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
 
 def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, monkeypatch):
     # FLIP's fixed path with a search, limit 600 s: its own searches prove 1,100 in well under a second. The
-    # configuration relaxation beside would run until the limit; it is stood in for by one that waits for the
-    # stop event it is given. The path's own search waits until the relaxation has started (so the order
-    # does not depend on the machine), and once the path has its answer it sets the event and the run ends,
-    # with FLIP's optimum; without the event the stand-in would wait its 60 s and say so.
+    # floors' search beside stops on its share with nothing (a large model's; had it proven FLIP's optimum, as
+    # it does whole, nothing would follow it), and the configuration relaxation after it would run until the
+    # limit; it is stood in for by one that waits for the stop event it is given. The path's own search waits
+    # until the relaxation has started (so the order does not depend on the machine), and once the path has
+    # its answer it sets the event and the run ends, with FLIP's optimum; without the event the stand-in would
+    # wait its 60 s and say so.
     import threading
 
     from optimizer.solve import driver
@@ -810,7 +812,9 @@ def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, mo
 
     def spy(*args, **kw):
         floors = len(kw["arrays"].row_lo) > len(a.row_lo)
-        if not floors and kw.get("target") is None:  # the path's own searches, after the first plan
+        if floors:
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        if kw.get("target") is None:  # the path's own searches, after the first plan
             assert started.wait(60.0)
         return real(*args, **kw)
 
@@ -819,6 +823,143 @@ def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, mo
     assert_plan_audited(model, r)
     assert isinstance(seen["event"], threading.Event) and seen["stopped"]
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+
+
+def test_a_search_beside_that_proves_the_optimum_stops_the_path_s_own(tmp_path, monkeypatch):
+    # FLIP's fixed path on two CPUs, limit 600 s. The stable model with its configuration floors, searched
+    # beside from the restriction's first plan (B in both periods, 1,200), has the stable optimum as its LP (A in
+    # both, 1,100: tests/test_strengthen.py), so it ends proven at once. The path's own search of the restriction
+    # is stood in for by one that waits for the stop event it is given, as a long search of a large model would
+    # run on: the proof beside sets it, the path starts nothing more (no wider restriction, no whole stable
+    # model), and the run returns 1,100, optimal, instead of searching until the limit.
+    from optimizer.solve import driver
+    from optimizer.solve.feasibility import objective
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.backend_solve
+    own, seen = [], {}
+
+    def spy(*args, **kw):
+        if len(kw["arrays"].row_lo) > len(a.row_lo) or kw.get("target") is not None:
+            return real(*args, **kw)  # the floors' search beside, and the first plan's
+        own.append(kw.get("stop"))
+        seen["stopped"] = kw.get("stop") is not None and kw["stop"].wait(60.0)
+        x = kw["start"]
+        return SolveResult(Status.FEASIBLE, "highs", objective=objective(a, x), x=x,
+                           message="stopped by its caller")
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert len(own) == 1 and seen["stopped"]  # the restriction's search only, stopped by the proof beside
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the stable model with its configuration floors, searched beside, found 1,100.00 and proved it" in r.message
+
+
+def test_the_floors_search_follows_the_relaxations_beside(tmp_path, monkeypatch):
+    # A model no class of which the split can take has the configuration relaxations solved on the second CPU
+    # (``busy``), here stood in for by a run that holds that CPU until the test releases it. The floors' search
+    # of the stable model does not start beside them: it waits on their thread and starts when they end. The
+    # path's own search of the restriction releases them and then waits for its stop event, as a long search
+    # would run on. The floors' search, started from the first plan (B in both periods, 1,200), finds and proves
+    # the stable optimum (A in both, 1,100: its LP, tests/test_strengthen.py), which stops the path's search.
+    # The order is fixed by the events, not by the machine's speed.
+    import threading
+
+    from optimizer.solve import driver
+    from optimizer.solve.feasibility import objective
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    release, order = threading.Event(), []
+
+    def relaxations():
+        assert release.wait(60.0)
+        order.append("relaxations ended")
+        return SolveResult(Status.OPTIMAL, "highs", objective=700.0, bound=700.0), driver.HELD_UNITS
+
+    busy = driver._Beside.start("highs", None, relaxations)
+    real = driver.backend_solve
+    starts, stopped = [], []
+
+    def spy(*args, **kw):
+        if len(kw["arrays"].row_lo) > len(a.row_lo):  # the floors' search
+            order.append("floors started")
+            starts.append(objective(a, kw["start"]))
+            return real(*args, **kw)
+        if kw.get("target") is not None:  # the first plan's guesses
+            return real(*args, **kw)
+        order.append("own search")
+        release.set()
+        stopped.append(kw["stop"].wait(60.0))
+        return SolveResult(Status.FEASIBLE, "highs", objective=objective(a, kw["start"]), x=kw["start"],
+                           message="stopped by its caller")
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
+                                     busy=busy)
+    assert_plan_audited(model, r)
+    assert order == ["own search", "relaxations ended", "floors started"] and stopped == [True]
+    assert starts == [pytest.approx(1_200)]
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert "searched beside, found 1,100.00 and proved it" in r.message
+    assert busy.result()[1] == driver.HELD_UNITS
+
+
+def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(tmp_path, monkeypatch):
+    # The floors' search queued behind the relaxations beside reads the caller's best plan when it starts,
+    # not when it was queued: queued while the caller holds B in both periods (1,200), it starts from A in
+    # both (1,100), the plan held by the time the relaxations end. Proven there (its LP is 1,100), it sets the
+    # caller's event. With the relaxations ending past the deadline, it is not started at all.
+    import threading
+    import time
+
+    from optimizer.solve import driver
+    from optimizer.solve.feasibility import objective
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    ids = model.mip.variables["config-used"].ids
+    on = [None, None]
+    for k in (0, 1):  # the stable optimum restricted to one configuration: A (1,100) and B (1,200)
+        b = a.copy_bounds()
+        b.col_lo[ids] = b.col_hi[ids] = 0.0
+        b.col_lo[ids[k]] = b.col_hi[ids[k]] = 1.0
+        on[k] = driver.backend_solve(model.mip, solver="highs", gap=1e-9, arrays=b)
+    dear, cheap = sorted(on, key=lambda r: r.objective)[::-1]
+    assert (cheap.objective, dear.objective) == (pytest.approx(1_100), pytest.approx(1_200))
+    real = driver.backend_solve
+    starts = []
+
+    def spy(*args, **kw):
+        starts.append(objective(a, kw["start"]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(driver, "backend_solve", spy)
+    for late in (False, True):
+        release = threading.Event()
+        busy = driver._Beside.start("highs", None, lambda: release.wait(60.0))
+        held, answered = [dear.x], threading.Event()
+        deadline = time.perf_counter() + (0.0 if late else 600.0)
+        beside = driver._bound_beside(model, a, dear.x, "highs", 600.0, 1e-9, None, deadline=deadline,
+                                      after=busy, latest=lambda: held[0], answered=answered)
+        held[0] = cheap.x
+        release.set()
+        while not beside.done():  # asked for its result, it would be stopped (the caller has its answer)
+            time.sleep(0.01)
+        searched, cuts, relaxed = beside.result()
+        if late:
+            assert searched is None and not answered.is_set()
+        else:
+            assert searched.status == Status.OPTIMAL and searched.objective == pytest.approx(1_100)
+            assert answered.is_set() and cuts == [] and relaxed is None
+        assert busy.result() is True
+    assert starts == [pytest.approx(1_100)]
 
 
 def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):

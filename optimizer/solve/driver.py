@@ -34,7 +34,11 @@ to fix instead. The back end's own search of the restriction improves it
 when the LP was cheap next to the limit, and each time that search proves
 its restriction's optimum within the time, the restriction is widened by
 one more configuration per class to choose from (the limits on) and
-searched again from the best plan. When the LP was not cheap, the plan is first
+searched again from the best plan. Meanwhile, on a second CPU, the stable
+model itself, with its configuration floors, is searched for a bound
+(:func:`_bound_beside`; where the configuration relaxations already run
+there, after them); once that search proves the stable optimum, the
+restriction's searches stop. When the LP was not cheap, the plan is first
 re-committed to the LP's commitments rounded up
 (:func:`optimizer.solve.period_polish.recommit`), then improved by cycles
 of fix-and-optimize rounds (:mod:`optimizer.solve.polish`; the inference
@@ -56,7 +60,7 @@ import enum
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -918,6 +922,12 @@ class _Beside:
             return None
         return cls(pool, pool.submit(lambda _: run(), None), stop if stop is not None else threading.Event())
 
+    @classmethod
+    def after(cls, other: _Beside, run, stop: threading.Event) -> _Beside:
+        """``run()`` on ``other``'s thread once ``other``'s own search has ended: the CPU it leaves is taken up
+        without a third thread. Asking for this result first waits for ``other``'s."""
+        return cls(other.pool, other.pool.submit(lambda _: run(), None), stop)
+
 
 def _beside_pool(solver: str, threads: int | None) -> Threads | None:
     """A thread of its own for a search beside the caller's, whose HiGHS runs on one thread; None where
@@ -973,6 +983,9 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
        on whole units, which the configuration relaxation spreads: where those hold the gap it proves more
        (bench catalog-wide ×0.25: 37,917 in 30 s, against 36,297 for the configuration relaxations, proven
        in 5 s; docs/performance.md, "Which integrality holds the gap").
+
+    When that one is proven too, the thread is free before the deadline: the fixed-configuration path queues
+    the search of the stable model itself behind these (:func:`_bound_beside` with ``after``).
     """
     if not UNITS_BESIDE:
         return None
@@ -994,7 +1007,9 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
 
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
                   threads: int | None, deadline: float | None = None, duals: np.ndarray | None = None,
-                  lp_x: np.ndarray | None = None) -> _Beside | None:
+                  lp_x: np.ndarray | None = None, after: _Beside | None = None,
+                  latest: Callable[[], np.ndarray] | None = None,
+                  answered: threading.Event | None = None) -> _Beside | None:
     """Bounds for the fixed-configuration path, searched on a CPU of its own, one after the other, or None.
 
     1. The stable model with its configuration floors
@@ -1026,14 +1041,30 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
        (bench ×1 standard at 600 s: docs/performance.md, "The components
        solved apart on every heuristic path").
 
-    The result is (the floors' search, one
-    :class:`~optimizer.solve.decompose.DecompositionBound` per cut solved,
-    the configuration relaxation's result or None); of the relaxation only
-    the bound is used (its point is no stable plan).
+    ``after``: the relaxations the caller already runs on the second CPU
+    (:func:`_relaxations_beside`, a model no class of which the split can
+    take). The floors' search then waits for them on their thread and,
+    once they end before ``deadline``, starts from the caller's best plan
+    then (``latest()``, else ``x``) with all the time left until
+    ``deadline``; steps 2 and 3 are left out, as that path has solved the
+    configuration relaxation already. Before, that CPU idled once the
+    relaxations were proven, and nothing could prove the path's plan
+    (docs/performance.md, "The stable model searched after the relaxations
+    beside").
+
+    ``answered``: set when the floors' search ends proven (its plan within
+    ``gap`` of its bound: the stable model's optimum), so that the caller
+    stops its own searches, which can no longer find a cheaper plan; what
+    would follow it here is not started.
+
+    The result is (the floors' search or None when it was not started,
+    one :class:`~optimizer.solve.decompose.DecompositionBound` per cut
+    solved, the configuration relaxation's result or None); of the
+    relaxation only the bound is used (its point is no stable plan).
     HiGHS only, on a machine of two CPUs or more, and not when the caller
     asked for one thread (:data:`BOUND_BESIDE`).
     """
-    if not BOUND_BESIDE or time_limit < 1.0:
+    if not BOUND_BESIDE or time_limit < 1.0 or (after is not None and deadline is None):
         return None
     floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
     cuts = (CUTS_AFTER_FLOORS and duals is not None and deadline is not None
@@ -1041,11 +1072,32 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
 
     stop = threading.Event()
 
+    def proven(searched: SolveResult) -> bool:
+        if searched.status == Status.OPTIMAL and answered is not None:
+            answered.set()
+        return searched.status == Status.OPTIMAL
+
+    def queued():
+        # on the relaxations' thread, after them: the time they left, from the best plan the caller has by then
+        left = deadline - time.perf_counter()
+        if stop.is_set() or left < 1.0:
+            return None, [], None
+        start = latest() if latest is not None else x
+        searched = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1, start=start,
+                                 arrays=floors, stop=stop)
+        proven(searched)
+        return searched, [], None
+
+    if after is not None:
+        return _Beside.after(after, queued, stop)
+
     def run():
         # both searches stop once the caller has its plan and asks for this result (``stop``): their bounds so
         # far are what it can use, and it does not wait for the time limit
         searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
                                  arrays=floors, stop=stop)
+        if proven(searched):  # the stable model's optimum: nothing after it can raise the bound
+            return searched, [], None
         relaxed = None
         if CONFIGURATIONS_AFTER_FLOORS and deadline is not None and deadline - time.perf_counter() >= 1.0 \
                 and not stop.is_set():
@@ -1329,6 +1381,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     steps = []
     seconds = spent
     beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
+    answered = threading.Event()  # set when that search has proven the stable model's optimum: the rest stop
     first, how = None, ""
     # the LP relaxation did not solve in its share: no search of the whole model (first plans, fix-and-optimize
     # rounds, the final search) gets past its root LP in the time either (bench x16: HiGHS's first plan not in
@@ -1354,17 +1407,22 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
         left = time_limit - (time.perf_counter() - t0)
-        # one search beside at a time: not while the caller's still runs on the second CPU (``busy``)
-        beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads,
-                                deadline=t0 + time_limit, duals=duals, lp_x=lp_x)
-                  if search and open_gap(best_obj) and (busy is None or busy.done()) else None)
+        if search and open_gap(best_obj):
+            # one search beside at a time: where the caller's relaxations run on the second CPU (``busy``), the
+            # floors' search follows them there, from the best plan by then (``best_x``, read when it starts)
+            beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads,
+                                    deadline=t0 + time_limit, duals=duals, lp_x=lp_x, answered=answered)
+                      if busy is None else
+                      _bound_beside(model, a, best_x, solver, left, gap, threads, deadline=t0 + time_limit,
+                                    after=busy, latest=lambda: best_x, answered=answered))
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
             # against 84,124 after the rounds; docs/performance.md). Its bound proves nothing for the
-            # stable model: only its plan is kept
+            # stable model: only its plan is kept. It stops once the search beside has proven the stable
+            # model's optimum (``answered``)
             inside = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
-                                   arrays=fixed)
+                                   arrays=fixed, stop=answered)
             seconds += inside.solve_seconds
             if inside.status.has_plan and inside.objective < best_obj - 1e-9:
                 steps.append(f"then searched with those configurations fixed, from {best_obj:,.2f}")
@@ -1373,14 +1431,14 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             # among more of them (q3 + default catalog: 77,357.96 proven for the most used, 74,215.70 with one
             # more per class; docs/performance.md, "Widening the restriction")
             proven, extra = inside.status == Status.OPTIMAL, 0
-            while proven and open_gap(best_obj):
+            while proven and open_gap(best_obj) and not answered.is_set():
                 extra += 1
                 left = time_limit - (time.perf_counter() - t0)
                 wide = _widened(model, a, x, extra, then=lp_x)
                 if wide is None or left < 1.0:  # every configuration: the whole stable model, below
                     break
                 widened = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads,
-                                        start=best_x, arrays=wide)
+                                        start=best_x, arrays=wide, stop=answered)
                 seconds += widened.solve_seconds
                 if widened.status.has_plan and widened.objective < best_obj - 1e-9:
                     steps.append(f"then searched with {extra} more configuration{'s' if extra > 1 else ''} "
@@ -1423,9 +1481,9 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                        else f", or that of {relaxed.bound_name}")
     # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
     # still the last resort
-    if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj):
+    if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj) and not answered.is_set():
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
-                              arrays=a)
+                              arrays=a, stop=answered)
         seconds += whole.solve_seconds
         roots.append(whole.root_bound)
         if whole.bound is not None and whole.status.has_plan and (proof is None or whole.bound > proof):
@@ -1447,15 +1505,21 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         steps.append("no time was left to search the whole stable model, with other configurations"
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     cuts = []
+    floors = None
     if beside is not None:
         floors, cuts, relaxed_beside = beside.result()
+    if floors is not None:
         roots.append(floors.root_bound)
         if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
             proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
+        closed = " and proved it" if floors.status == Status.OPTIMAL else ""
         if floors.status.has_plan and floors.objective < (best_obj if result is None else result.objective) - 1e-9:
             steps.append(f"the stable model with its configuration floors, searched beside, found "
-                         f"{floors.objective:,.2f}")
+                         f"{floors.objective:,.2f}{closed}")
             result = floors
+        elif closed:
+            steps.append("the stable model with its configuration floors, searched beside from the best plan, "
+                         "proved it")
     if result is None:
         if best_x is None:
             return SolveResult(Status.TIME_LIMIT, solver, solve_seconds=seconds,
