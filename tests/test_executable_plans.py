@@ -962,6 +962,72 @@ def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(
     assert starts == [pytest.approx(1_100)]
 
 
+def test_a_plan_proven_on_the_path_stops_the_relaxations_beside(tmp_path, monkeypatch):
+    # The relaxations beside (``busy``, stood in for by a run that waits for its stop event, as the relaxation
+    # with whole units of a large model would run to the limit) are there for their bound. FLIP's fixed path,
+    # limit 600 s: B fixed (1,200, the caller's bound 700 leaves it open), the floors' search queued behind the
+    # relaxations; the restriction proven, the whole stable model finds and proves 1,100. A proven plan needs no
+    # more bound: the relaxations are stopped and the floors' search never starts, instead of the path waiting
+    # for them until the limit.
+    import threading
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    stop, seen = threading.Event(), {}
+
+    def relaxations():
+        seen["stopped"] = stop.wait(60.0)
+        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped"), driver.HELD_UNITS
+
+    busy = driver._Beside.start("highs", None, relaxations, stop)
+    real = driver.backend_solve
+    floors = []
+
+    def spy(*args, **kw):
+        if len(kw["arrays"].row_lo) > len(a.row_lo):
+            floors.append(kw)
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
+                                     busy=busy)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert seen["stopped"] and floors == []
+    assert busy.result()[1] == driver.HELD_UNITS
+
+
+def test_a_class_too_wide_proven_early_does_not_wait_for_its_relaxations(tmp_path, monkeypatch):
+    # FLIP with the split's largest class below chat's two candidates (too wide), limit 600 s: the configuration
+    # relaxation chooses A and its bound, 1,100, proves the restriction's plan at once. The relaxation with
+    # whole units beside it is stood in for by one that waits for the stop event it is given: it is stopped
+    # once the plan is proven.
+    from optimizer.solve import driver, split
+    from optimizer.solve.result import SolveResult
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.configuration_relaxation
+    seen = {}
+
+    def relaxation(*args, whole=("config-used",), stop=None, **kw):
+        if whole == ("config-used",):
+            return real(*args, whole=whole, stop=stop, **kw)
+        seen["stopped"] = stop is not None and stop.wait(60.0)
+        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 600.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert seen["stopped"]
+
+
 def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
     from optimizer.solve import driver
 
@@ -1437,9 +1503,12 @@ def test_the_model_without_limits_follows_a_configuration_relaxation_proven_besi
     units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
                                             whole=("config-used",) + driver.UNIT_FAMILIES)
     assert units.status == Status.OPTIMAL and units.objective == pytest.approx(3_000)
-    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, None).result()
+    # asked for by a caller whose plan is not proven: they run on to their end (asked with the default, they
+    # would be stopped before the second starts)
+    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9,
+                                            None).result(stop=False)
     assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000)
-    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result()
+    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result(stop=False)
     assert said == driver.HELD_UNITS and held.bound == pytest.approx(3_000)
     # one thread asked for: nothing beside
     assert driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, 1) is None

@@ -691,7 +691,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
                                        busy=held, duals=duals)
         if held is not None:
-            _held_bound(result, held.result(), gap)
+            # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
+            _held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
         return result
     ids = mip.variables["config-used"].ids
 
@@ -903,8 +904,11 @@ class _Beside:
     #: set when the caller asks for the result: what runs beside starts nothing more (a run that watches it)
     stop: threading.Event = dataclasses.field(default_factory=threading.Event)
 
-    def result(self):
-        self.stop.set()
+    def result(self, stop: bool = True):
+        """What the search returned, once it has; with ``stop`` (the caller has its answer) it is told to stop
+        first, else it runs on to its own end."""
+        if stop:
+            self.stop.set()
         try:
             return self.future.result()
         finally:
@@ -985,24 +989,28 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
        in 5 s; docs/performance.md, "Which integrality holds the gap").
 
     When that one is proven too, the thread is free before the deadline: the fixed-configuration path queues
-    the search of the stable model itself behind these (:func:`_bound_beside` with ``after``).
+    the search of the stable model itself behind these (:func:`_bound_beside` with ``after``). Both stop once
+    the caller's plan is proven (``_Beside.result()``, or the event set directly); a caller whose plan is not
+    proven lets them run to the deadline (``result(stop=False)``), as their bound is then what it waits for.
     """
     if not UNITS_BESIDE:
         return None
 
+    stop = threading.Event()  # set once the caller's plan is proven: a bound can no longer change it
+
     def run():
         units = configuration_relaxation(model, a, solver, max(1.0, deadline - time.perf_counter()), gap, 1,
-                                         whole=("config-used",) + UNIT_FAMILIES)
+                                         whole=("config-used",) + UNIT_FAMILIES, stop=stop)
         left = deadline - time.perf_counter()
-        if units.status != Status.OPTIMAL or left < 1.0:
+        if units.status != Status.OPTIMAL or left < 1.0 or stop.is_set():
             return units, HELD_UNITS
         free = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1,
-                             arrays=without_limits(model.mip, a))
+                             arrays=without_limits(model.mip, a), stop=stop)
         if free.status == Status.INFEASIBLE or (free.bound is not None and free.bound > units.bound):
             return free, HELD_FREE
         return units, HELD_UNITS
 
-    return _Beside.start(solver, threads, run)
+    return _Beside.start(solver, threads, run, stop)
 
 
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
@@ -1506,6 +1514,14 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     cuts = []
     floors = None
+    cost = best_obj if result is None else result.objective
+    within = relative_gap(cost, proof)
+    if busy is not None and (answered.is_set() or (within is not None and within <= gap + 1e-12)):
+        # the plan is proven: the caller's relaxations beside stop too (and the floors' search queued behind them
+        # does not start), instead of running to the limit while this path waits for them
+        if beside is not None:
+            beside.stop.set()
+        busy.stop.set()
     if beside is not None:
         floors, cuts, relaxed_beside = beside.result()
     if floors is not None:
