@@ -1028,6 +1028,66 @@ def test_a_class_too_wide_proven_early_does_not_wait_for_its_relaxations(tmp_pat
     assert seen["stopped"]
 
 
+def test_a_relaxation_beside_that_proves_the_plan_stops_the_path(tmp_path, monkeypatch):
+    # FLIP with the split's largest class below chat's two candidates (too wide), limit 600 s, the first
+    # configuration relaxation's bound stood in for by a weaker valid one, 700 (the plan without limits'), so
+    # that the path's plan, A in both periods (1,100), is not proven by it. The path's own search is stood in
+    # for by one that waits for its stop event, as a long search would run on. The relaxation with whole units
+    # beside has the stable optimum as its bound (1,100: the floors make the LP that already,
+    # tests/test_strengthen.py), which proves the plan: the path's search is stopped, nothing more runs on
+    # either CPU (not the model without limits, not the floors' search), and 1,100 is returned optimal, with the
+    # relaxation named as the proof.
+    import dataclasses
+    import threading
+
+    from optimizer.solve import driver, split
+    from optimizer.solve.feasibility import objective
+    from optimizer.solve.result import SolveResult
+
+    model, a, _ = flip_unlimited(tmp_path)
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real_relaxation = driver.configuration_relaxation
+
+    searching = threading.Event()  # the path's own search has started: its plan is in hand
+
+    def relaxation(*args, whole=("config-used",), **kw):
+        if whole != ("config-used",):  # the one beside: it ends only once the path has a plan (a large model's
+            assert searching.wait(60.0)  # takes longer than the path's first plan)
+        out = real_relaxation(*args, whole=whole, **kw)
+        return dataclasses.replace(out, bound=700.0, root_bound=700.0) if whole == ("config-used",) else out
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    real = driver.backend_solve
+    seen = {"whole stable": 0, "without limits": 0}
+
+    def spy(*args, **kw):
+        b = kw["arrays"]
+        if len(b.row_lo) > len(a.row_lo):  # floor rows: a relaxation, or the floors' search (every column whole)
+            if b.integer.sum() == a.integer.sum():
+                seen["whole stable"] += 1
+            return real(*args, **kw)
+        if kw.get("target") is not None:  # the first plans
+            return real(*args, **kw)
+        if not b.integer.any() or b.col_lo[model.mip.variables["config-used"].ids].min() == 1.0:
+            seen["without limits"] += 1
+            return real(*args, **kw)
+        searching.set()
+        seen["stopped"] = kw["stop"].wait(60.0)  # the path's own search
+        return SolveResult(Status.FEASIBLE, "highs", objective=objective(a, kw["start"]), x=kw["start"],
+                           message="stopped by its caller")
+
+    spy_on_solves(monkeypatch, spy)
+    lp = driver.relaxation(model)
+    r = driver.solve_stable(model, "highs", 600.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert seen == {"whole stable": 0, "without limits": 0, "stopped": True}
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the bound is the configuration relaxation with whole units, solved beside" in r.message
+    assert r.message.startswith("optimal: ")
+
+
 def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
     from optimizer.solve import driver
 

@@ -675,7 +675,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog), and the
         # model without limits after it if it is proven early. They run until the time limit, while the
         # configurations are fixed and searched, and the best bound is taken at the end
-        held = _relaxations_beside(model, a, solver, t0 + time_limit, gap, threads)
+        shared = _Shared()  # the path's best plan, which the relaxations beside may prove
+        held = _relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
         first = configuration_relaxation(model, a, solver, share, gap, threads)
         if first.status == Status.INFEASIBLE:
             if held is not None:
@@ -689,7 +690,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                        first.bound, first.solve_seconds,
                                        source="the configuration relaxation" if has else "the LP relaxation",
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=held, duals=duals)
+                                       busy=held, duals=duals, shared=shared)
         if held is not None:
             # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
             _held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
@@ -895,6 +896,29 @@ def _most_used(model: Model, x: np.ndarray, extra: int | None = None, then: np.n
 
 
 @dataclasses.dataclass
+class _Shared:
+    """What the fixed-configuration path and the searches beside it share across threads: the path's best plan so
+    far (``x``, replaced whole, never changed in place) and ``answered``, set when a search, on either side, has
+    proven it (the others stop)."""
+
+    x: np.ndarray | None = None
+    answered: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def proven_by(self, a, bound: float | None, gap: float) -> bool:
+        """Does ``bound`` (a relaxation's, proven) prove the path's best plan within ``gap``? If so, say so
+        (``answered``). A bound above the plan's cost beyond the solvers' tolerance proves nothing."""
+        x = self.x
+        if x is None or bound is None:
+            return False
+        cost = objective(a, x)
+        g = relative_gap(cost, bound)
+        if bound_error(cost, bound) or g is None or g > gap + 1e-12:
+            return False
+        self.answered.set()
+        return True
+
+
+@dataclasses.dataclass
 class _Beside:
     """A search running on a thread of its own; :meth:`result` waits for it, frees the thread and returns what
     the search returned."""
@@ -969,7 +993,7 @@ def _held_bound(result: SolveResult, beside: tuple[SolveResult, str], gap: float
 
 
 def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: float,
-                        threads: int | None) -> _Beside | None:
+                        threads: int | None, shared: _Shared | None = None) -> _Beside | None:
     """Relaxations of the stable model solved one after the other on a CPU of their own, for their bounds, or
     None: HiGHS solves the configuration relaxation on one thread, so the second CPU is free while it runs.
     HiGHS only, on a machine of two CPUs or more, and not when the caller asked for one thread
@@ -992,6 +1016,10 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
     the search of the stable model itself behind these (:func:`_bound_beside` with ``after``). Both stop once
     the caller's plan is proven (``_Beside.result()``, or the event set directly); a caller whose plan is not
     proven lets them run to the deadline (``result(stop=False)``), as their bound is then what it waits for.
+
+    ``shared``: the fixed-configuration path's best plan. Each relaxation, once proven, checks whether its bound
+    proves that plan within ``gap``; if so it says so (``shared.answered``: the path's searches stop) and
+    nothing more runs here.
     """
     if not UNITS_BESIDE:
         return None
@@ -1002,13 +1030,18 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
         units = configuration_relaxation(model, a, solver, max(1.0, deadline - time.perf_counter()), gap, 1,
                                          whole=("config-used",) + UNIT_FAMILIES, stop=stop)
         left = deadline - time.perf_counter()
-        if units.status != Status.OPTIMAL or left < 1.0 or stop.is_set():
+        if units.status != Status.OPTIMAL or left < 1.0 or stop.is_set() or proves(units):
             return units, HELD_UNITS
         free = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1,
                              arrays=without_limits(model.mip, a), stop=stop)
         if free.status == Status.INFEASIBLE or (free.bound is not None and free.bound > units.bound):
+            if free.status == Status.OPTIMAL:
+                proves(free)
             return free, HELD_FREE
         return units, HELD_UNITS
+
+    def proves(relaxed: SolveResult) -> bool:
+        return shared is not None and shared.proven_by(a, relaxed.bound, gap)
 
     return _Beside.start(solver, threads, run, stop)
 
@@ -1088,7 +1121,7 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     def queued():
         # on the relaxations' thread, after them: the time they left, from the best plan the caller has by then
         left = deadline - time.perf_counter()
-        if stop.is_set() or left < 1.0:
+        if stop.is_set() or left < 1.0 or (answered is not None and answered.is_set()):
             return None, [], None
         start = latest() if latest is not None else x
         searched = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1, start=start,
@@ -1327,7 +1360,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           source: str = "the plan without stability limits",
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
                           root: float | None = None, busy: _Beside | None = None,
-                          relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None) -> SolveResult:
+                          relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None,
+                          shared: _Shared | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -1389,7 +1423,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     steps = []
     seconds = spent
     beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
-    answered = threading.Event()  # set when that search has proven the stable model's optimum: the rest stop
+    # the best plan so far, for the searches beside; and ``answered``, set when one of them has proven it (or the
+    # stable model's optimum): the rest stop. ``shared``: the caller's, whose relaxations beside read it too
+    shared = _Shared() if shared is None else shared
+    answered = shared.answered
     first, how = None, ""
     # the LP relaxation did not solve in its share: no search of the whole model (first plans, fix-and-optimize
     # rounds, the final search) gets past its root LP in the time either (bench x16: HiGHS's first plan not in
@@ -1411,6 +1448,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         seconds += spent_here
     if first.status.has_plan:
         best_x, best_obj = first.x, first.objective
+        shared.x = best_x
         steps.append((f"configurations fixed to those {source} uses most" if x is not None
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
@@ -1422,7 +1460,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                                     deadline=t0 + time_limit, duals=duals, lp_x=lp_x, answered=answered)
                       if busy is None else
                       _bound_beside(model, a, best_x, solver, left, gap, threads, deadline=t0 + time_limit,
-                                    after=busy, latest=lambda: best_x, answered=answered))
+                                    after=busy, latest=lambda: shared.x, answered=answered))
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
@@ -1435,6 +1473,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             if inside.status.has_plan and inside.objective < best_obj - 1e-9:
                 steps.append(f"then searched with those configurations fixed, from {best_obj:,.2f}")
                 best_x, best_obj = inside.x, inside.objective
+                shared.x = best_x
             # the restriction proven: the choice of configurations was the guess, so the next search may choose
             # among more of them (q3 + default catalog: 77,357.96 proven for the most used, 74,215.70 with one
             # more per class; docs/performance.md, "Widening the restriction")
@@ -1452,6 +1491,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                     steps.append(f"then searched with {extra} more configuration{'s' if extra > 1 else ''} "
                                  f"per class to choose from, from {best_obj:,.2f}")
                     best_x, best_obj = widened.x, widened.objective
+                    shared.x = best_x
                 proven = widened.status == Status.OPTIMAL
         elif left >= 1.0 and open_gap(best_obj):
             if lp_x is not None:
