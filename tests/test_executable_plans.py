@@ -944,11 +944,12 @@ def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(
     for late in (False, True):
         release = threading.Event()
         busy = driver._Beside.start("highs", None, lambda: release.wait(60.0))
-        held, answered = [dear.x], threading.Event()
+        shared = driver._Shared(x=dear.x)
+        answered = shared.answered
         deadline = time.perf_counter() + (0.0 if late else 600.0)
         beside = driver._bound_beside(model, a, dear.x, "highs", 600.0, 1e-9, None, deadline=deadline,
-                                      after=busy, latest=lambda: held[0], answered=answered)
-        held[0] = cheap.x
+                                      after=busy, shared=shared)
+        shared.x = cheap.x
         release.set()
         while not beside.done():  # asked for its result, it would be stopped (the caller has its answer)
             time.sleep(0.01)

@@ -60,7 +60,7 @@ import enum
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -1049,8 +1049,7 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
 def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
                   threads: int | None, deadline: float | None = None, duals: np.ndarray | None = None,
                   lp_x: np.ndarray | None = None, after: _Beside | None = None,
-                  latest: Callable[[], np.ndarray] | None = None,
-                  answered: threading.Event | None = None) -> _Beside | None:
+                  shared: _Shared | None = None) -> _Beside | None:
     """Bounds for the fixed-configuration path, searched on a CPU of its own, one after the other, or None.
 
     1. The stable model with its configuration floors
@@ -1086,17 +1085,18 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     (:func:`_relaxations_beside`, a model no class of which the split can
     take). The floors' search then waits for them on their thread and,
     once they end before ``deadline``, starts from the caller's best plan
-    then (``latest()``, else ``x``) with all the time left until
+    then (``shared.x``, else ``x``) with all the time left until
     ``deadline``; steps 2 and 3 are left out, as that path has solved the
     configuration relaxation already. Before, that CPU idled once the
     relaxations were proven, and nothing could prove the path's plan
     (docs/performance.md, "The stable model searched after the relaxations
     beside").
 
-    ``answered``: set when the floors' search ends proven (its plan within
-    ``gap`` of its bound: the stable model's optimum), so that the caller
-    stops its own searches, which can no longer find a cheaper plan; what
-    would follow it here is not started.
+    ``shared``: the caller's best plan and its ``answered`` event, set when
+    the floors' search ends proven (its plan within ``gap`` of its bound:
+    the stable model's optimum), so that the caller stops its own searches,
+    which can no longer find a cheaper plan; what would follow it here is
+    not started.
 
     The result is (the floors' search or None when it was not started,
     one :class:`~optimizer.solve.decompose.DecompositionBound` per cut
@@ -1114,16 +1114,16 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     stop = threading.Event()
 
     def proven(searched: SolveResult) -> bool:
-        if searched.status == Status.OPTIMAL and answered is not None:
-            answered.set()
+        if searched.status == Status.OPTIMAL and shared is not None:
+            shared.answered.set()
         return searched.status == Status.OPTIMAL
 
     def queued():
         # on the relaxations' thread, after them: the time they left, from the best plan the caller has by then
         left = deadline - time.perf_counter()
-        if stop.is_set() or left < 1.0 or (answered is not None and answered.is_set()):
+        if stop.is_set() or left < 1.0 or (shared is not None and shared.answered.is_set()):
             return None, [], None
-        start = latest() if latest is not None else x
+        start = shared.x if shared is not None and shared.x is not None else x
         searched = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1, start=start,
                                  arrays=floors, stop=stop)
         proven(searched)
@@ -1455,12 +1455,12 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         left = time_limit - (time.perf_counter() - t0)
         if search and open_gap(best_obj):
             # one search beside at a time: where the caller's relaxations run on the second CPU (``busy``), the
-            # floors' search follows them there, from the best plan by then (``best_x``, read when it starts)
+            # floors' search follows them there, from the best plan by then (``shared.x``, read when it starts)
             beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads,
-                                    deadline=t0 + time_limit, duals=duals, lp_x=lp_x, answered=answered)
+                                    deadline=t0 + time_limit, duals=duals, lp_x=lp_x, shared=shared)
                       if busy is None else
                       _bound_beside(model, a, best_x, solver, left, gap, threads, deadline=t0 + time_limit,
-                                    after=busy, latest=lambda: shared.x, answered=answered))
+                                    after=busy, shared=shared))
         if search and left >= 1.0 and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
@@ -1569,7 +1569,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
             proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
         closed = " and proved it" if floors.status == Status.OPTIMAL else ""
-        if floors.status.has_plan and floors.objective < (best_obj if result is None else result.objective) - 1e-9:
+        if floors.status.has_plan and floors.objective < cost - 1e-9:
             steps.append(f"the stable model with its configuration floors, searched beside, found "
                          f"{floors.objective:,.2f}{closed}")
             result = floors
