@@ -1649,3 +1649,12 @@ def test_a_leaf_solved_at_its_root_has_its_bound_as_root_bound(solve):
     # proved what the search did: leaf B 1,200 (searched first, no cutoff), leaf A 1,100; the least, 1,100.
     plan = solve(copy.deepcopy(FLIP), solver="highs")
     assert plan.result.root_bound == pytest.approx(1_100)
+
+def test_within_gap_reads_the_relative_gap_and_wants_both_numbers():
+    # (objective - bound) / |objective| against the gap, worked by hand; a bound above the objective is a gap of 0
+    from optimizer.solve.result import within_gap
+
+    assert within_gap(1_000.0, 990.0, 0.01) and not within_gap(1_000.0, 989.0, 0.01)
+    assert within_gap(1_000.0, 1_001.0, 0.0) and within_gap(-1_000.0, -1_010.0, 0.01)
+    assert not within_gap(None, 990.0, 0.5) and not within_gap(1_000.0, None, 0.5)
+    assert not within_gap(np.inf, 990.0, 0.5)

@@ -74,7 +74,7 @@ from .feasibility import objective, violations
 from .neighbourhood import training_support
 from .period_polish import build_by_periods, polish_periods, recommit
 from .polish import MIN_IMPROVEMENT, ROUNDS, UNIT_FAMILIES, polish, restrict
-from .result import SolveResult, Status, best_root, bound_error, relative_gap
+from .result import SolveResult, Status, best_root, bound_error, relative_gap, within_gap
 from .split import COMMITMENTS, configuration_use, exact_split, over_one, too_wide_to_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
@@ -411,7 +411,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     result.solve_seconds += lp.solve_seconds
     # a limit hit before the solver's own root LP finished, or a search that proved less than the LP: the
     # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
-    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and result.gap <= gap + 1e-12:
+    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and within_gap(result.objective, result.bound, gap):
         result.status = Status.OPTIMAL
         result.message = (f"optimal: the bound of {relaxed.bound_name} meets the plan's cost "
                           f"(the search: {result.message})")
@@ -510,10 +510,9 @@ def _held_with_bound(held: SolveResult, result: SolveResult, gap: float, said: s
     bound, clipped to the plan's cost, and its times and root bound; ``said``: how the message names the plan,
     ``seconds``: the solver's time spent on ``held``."""
     bound = None if result.bound is None else min(result.bound, held.objective)
-    g = relative_gap(held.objective, bound)
-    proven = g is not None and g <= gap + 1e-12
+    proven = within_gap(held.objective, bound, gap)
     return dataclasses.replace(
-        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=g,
+        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=relative_gap(held.objective, bound),
         x=held.x.copy(), solve_seconds=result.solve_seconds + seconds, build_seconds=result.build_seconds,
         root_bound=result.root_bound,
         message=f"{'optimal' if proven else 'time limit'}: {said} ({result.message})")
@@ -573,7 +572,7 @@ def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound,
 def _proven_if_within(result: SolveResult, gap: float) -> None:
     """A plan whose gap a bound found after its search closed is optimal: its status says so, and so does the
     start of its message (``time limit: ...`` becomes ``optimal: ...``)."""
-    if result.gap is None or result.gap > gap + 1e-12 or result.status != Status.FEASIBLE:
+    if not within_gap(result.objective, result.bound, gap) or result.status != Status.FEASIBLE:
         return
     result.status = Status.OPTIMAL
     if result.message.startswith(TIME_LIMIT_SAID):
@@ -789,7 +788,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                            time_limit=_share(time_limit, time.perf_counter() - t0, STAGE_SHARE["restricted"]))
     if second.status.has_plan and violations(a, second.x):  # a restriction of the model: cannot happen
         raise AssertionError("a plan of the restricted stable model breaks the stable model")
-    if second.status.has_plan and bound is not None and relative_gap(second.objective, bound) <= gap + 1e-12:
+    if second.status.has_plan and within_gap(second.objective, bound, gap):
         # the proof is the model without limits' bound: the restriction's own bound (and root) prove nothing
         # for the stable model, whose optimum may lie outside the restriction, below them
         second.status = Status.OPTIMAL
@@ -806,7 +805,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, target=target,
                           start=start)
     whole.solve_seconds += first.solve_seconds + second.solve_seconds
-    if _raise_bound(whole, bound) and whole.gap <= gap + 1e-12:
+    if _raise_bound(whole, bound) and within_gap(whole.objective, whole.bound, gap):
         whole.status = Status.OPTIMAL
         whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
@@ -911,8 +910,7 @@ class _Shared:
         if x is None or bound is None:
             return False
         cost = objective(a, x)
-        g = relative_gap(cost, bound)
-        if bound_error(cost, bound) or g is None or g > gap + 1e-12:
+        if bound_error(cost, bound) or not within_gap(cost, bound, gap):
             return False
         self.answered.set()
         return True
@@ -1417,8 +1415,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     t0 = time.perf_counter()
 
     def open_gap(obj: float | None) -> bool:
-        g = relative_gap(obj, bound)
-        return g is None or g > gap + 1e-12
+        return not within_gap(obj, bound, gap)
 
     steps = []
     seconds = spent
@@ -1555,8 +1552,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     cuts = []
     floors = None
     cost = best_obj if result is None else result.objective
-    within = relative_gap(cost, proof)
-    if busy is not None and (answered.is_set() or (within is not None and within <= gap + 1e-12)):
+    if busy is not None and (answered.is_set() or within_gap(cost, proof, gap)):
         # the plan is proven: the caller's relaxations beside stop too (and the floors' search queued behind them
         # does not start), instead of running to the limit while this path waits for them
         if beside is not None:
@@ -1585,7 +1581,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     result.bound = None if proof is None else min(proof, result.objective)
     result.gap = relative_gap(result.objective, result.bound)
     result.root_bound = best_root(roots, result.bound)
-    proven = result.gap is not None and result.gap <= gap + 1e-12
+    proven = within_gap(result.objective, result.bound, gap)
     result.status = Status.OPTIMAL if proven else Status.FEASIBLE
     result.message = (("optimal: " if proven else TIME_LIMIT_SAID) + "; ".join(steps) +
                       ("" if proven else BOUND_NAMED.format(proof_from)))

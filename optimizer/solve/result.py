@@ -114,9 +114,23 @@ def clip_to_cutoff(bound: float | None, cutoff: float) -> float | None:
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """(objective − bound) / |objective|, never below 0; None where either is unknown."""
     if objective is None or bound is None:
         return None
     return max(0.0, objective - bound) / max(abs(objective), 1e-9)
+
+
+#: what a gap may exceed the one asked for by and still count as within it (the division's round-off)
+GAP_SLACK = 1e-12
+
+
+def within_gap(objective: float | None, bound: float | None, gap: float) -> bool:
+    """Does ``bound`` prove ``objective`` within the relative ``gap`` (:func:`relative_gap`)? False where either
+    is unknown, or where the plan's cost is not finite (no plan yet)."""
+    if objective is None or not np.isfinite(objective):
+        return False
+    g = relative_gap(objective, bound)
+    return g is not None and g <= gap + GAP_SLACK
 
 
 #: a bound may exceed the objective by this relative amount (solver tolerances) before it is an error

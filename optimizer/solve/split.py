@@ -33,7 +33,7 @@ from ..model.mip import Arrays
 from ..model.presolve import Model
 from ..model.strengthen import training_cover
 from .backends import solve as backend_solve, solve_relaxation, warm_relaxations
-from .result import SolveResult, Status, best_root, relative_gap
+from .result import SolveResult, Status, best_root, relative_gap, within_gap
 
 #: a request class limited to one configuration is split into one stable solve per candidate
 #: configuration when it has at most this many candidates
@@ -447,7 +447,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     proof = B if done() else max(min(bounds, default=np.inf), B if B is not None else -np.inf)
     best.bound = min(best.objective, proof)
     best.gap = relative_gap(best.objective, best.bound)
-    proven = best.gap is not None and best.gap <= gap + 1e-12
+    proven = within_gap(best.objective, best.bound, gap)
     best.status = Status.OPTIMAL if proven else Status.FEASIBLE
     best.leaf_bounds = leaf_proofs
     # a leaf's own root proves nothing for the others: the least of them is the split's root, unless the

@@ -54,7 +54,7 @@ import numpy as np
 from ..model.mip import Arrays
 from ..solve.feasibility import violations
 from ..solve.split import carried_bound
-from ..solve.result import SolveResult, Status, relative_gap
+from ..solve.result import SolveResult, Status, relative_gap, within_gap
 
 #: the row block whose coefficients are the objective's (they move with the prices)
 BUDGET = "budget"
@@ -226,8 +226,7 @@ def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver:
         return None
     cost, source = min(feasible, key=lambda f: f[0])
     x = source.x
-    g = relative_gap(cost, bound)
-    if g is None or g > gap + 1e-12:
+    if not within_gap(cost, bound, gap):
         return None
     bound = min(bound, cost)
     return SolveResult(Status.OPTIMAL, solver, objective=cost, bound=bound, gap=relative_gap(cost, bound),
