@@ -241,3 +241,27 @@ def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit():
     full = solve(mip, "highs", gap=1e-9, threads=1, stop=threading.Event())
     assert full.status == Status.OPTIMAL
     assert r.bound is None or r.bound <= full.objective * (1 + 1e-9)
+
+
+def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough():
+    # A relaxation solved beside the driver's search for its bound is stopped by a test of (best plan's cost,
+    # bound) at HiGHS's interrupt points (driver._Shared.settled). The same generated model as above: a test
+    # that says "enough" once a plan is in hand stops the run there (a plan, `feasible`, said as the caller's
+    # stop), and the test saw the bound never above the plan's cost and +inf before the first plan. A test that
+    # never says so lets the search run to the optimum; both runs' bounds stay below it.
+    p = problem(0.05, weeks=4)
+    mip = presolve.build(p, build_candidates(p)).mip
+    full_seen = []
+    full = solve(mip, "highs", gap=1e-9, threads=1, enough=lambda best, bound: full_seen.append((best, bound)))
+    assert full.status == Status.OPTIMAL and full_seen
+    seen = []
+
+    def at_first_plan(best, bound):
+        seen.append((best, bound))
+        return bool(np.isfinite(best))
+
+    r = solve(mip, "highs", gap=1e-9, threads=1, enough=at_first_plan)
+    assert r.status == Status.FEASIBLE and "stopped by its caller" in r.message, r.message
+    assert np.isfinite(seen[-1][0]) and not any(np.isfinite(best) for best, _ in seen[:-1])
+    assert all(bound <= best * (1 + 1e-9) for best, bound in seen + full_seen if np.isfinite(best))
+    assert r.bound <= full.objective * (1 + 1e-9) and r.objective >= full.objective * (1 - 1e-9)

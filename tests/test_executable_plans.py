@@ -1571,6 +1571,14 @@ def test_the_model_without_limits_follows_a_configuration_relaxation_proven_besi
     assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000)
     held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result(stop=False)
     assert said == driver.HELD_UNITS and held.bound == pytest.approx(3_000)
+    # with the path's plan shared (the stable optimum, 4,000, searched for here): the first relaxation, whose
+    # optimum (3,000) cannot prove it, is settled, and the second's bound proves it, which it says (answered)
+    whole = driver.backend_solve(model.mip, solver="highs", gap=1e-9, threads=1)
+    assert whole.status == Status.OPTIMAL and whole.objective == pytest.approx(4_000)
+    shared = driver._Shared(x=whole.x)
+    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-6, None,
+                                            shared).result(stop=False)
+    assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000) and shared.answered.is_set()
     # one thread asked for: nothing beside
     assert driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, 1) is None
 
@@ -1649,6 +1657,40 @@ def test_a_leaf_solved_at_its_root_has_its_bound_as_root_bound(solve):
     # proved what the search did: leaf B 1,200 (searched first, no cutoff), leaf A 1,100; the least, 1,100.
     plan = solve(copy.deepcopy(FLIP), solver="highs")
     assert plan.result.root_bound == pytest.approx(1_100)
+
+def test_a_relaxation_beside_is_settled_when_it_proves_the_plan_or_never_can():
+    # _Shared.settled, worked by hand. The path holds a plan of cost 1,000 (c = (1, 2), x = (400, 300)); at a
+    # 1 % gap a bound of 990 proves it. A relaxation (bound, its best point's cost best; its optimum lies
+    # between them) is settled:
+    # - bound 995 (best 1,050): it proves the plan; `answered` is set, the path's searches stop;
+    # - bound 980, best 985: within 1 % of its own optimum, which is at most 985 < 990: it never can;
+    # and not settled:
+    # - bound 985, best 994: within 1 % of its own optimum, but that optimum may lie in [990, 994]: solved on
+    #   it may still prove the plan (solved to the user's gap it stopped here before);
+    # - bound 980, best 1,050: 6.7 % from its own optimum;
+    # - no plan yet (best +inf).
+    # Before the path has a plan, within 1 % of its own optimum settles it (bound 980, best 985), 6.7 % does not.
+    import types
+
+    from optimizer.solve import driver
+
+    a = types.SimpleNamespace(c=np.array([1.0, 2.0]), c0=0.0)
+    plan = np.array([400.0, 300.0])
+    for bound, best, settled, answered in [(980.0, 1_050.0, False, False), (985.0, 994.0, False, False),
+                                           (980.0, np.inf, False, False), (980.0, 985.0, True, False),
+                                           (995.0, 1_050.0, True, True)]:
+        shared = driver._Shared(x=plan)
+        assert shared.settled(a, best, bound, 0.01) is settled, (bound, best)
+        assert shared.answered.is_set() is answered, (bound, best)
+    empty = driver._Shared()
+    assert empty.settled(a, 985.0, 980.0, 0.01) and not empty.settled(a, 1_050.0, 980.0, 0.01)
+    assert not empty.answered.is_set()
+    # the plan's cost is computed once per plan held, and again for a new one
+    shared = driver._Shared(x=plan)
+    assert shared.cost(a) == 1_000.0
+    shared.x = np.array([400.0, 200.0])
+    assert shared.cost(a) == 800.0 and shared.settled(a, 900.0, 795.0, 0.01)
+
 
 def test_within_gap_reads_the_relative_gap_and_wants_both_numbers():
     # (objective - bound) / |objective| against the gap, worked by hand; a bound above the objective is a gap of 0

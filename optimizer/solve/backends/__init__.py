@@ -80,6 +80,7 @@ def solve(
     restart: bool = True,
     heuristics: bool = True,
     stop=None,
+    enough=None,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -118,6 +119,14 @@ def solve(
         A :class:`threading.Event` the caller sets when it no longer needs
         the run (HiGHS; the others run to their limit): the search stops at
         its next interrupt point and ends as on its time limit.
+    enough
+        A function of (the cost of the best plan so far, +inf before one;
+        the proven bound) that says when the run has served its caller
+        (HiGHS; the others run to their limit): checked at each interrupt
+        point, True stops the run as ``stop`` does. For a search run for its
+        bound, whose caller knows what bound it needs (a relaxation that
+        may prove the caller's plan): it is then solved to a ``gap`` below
+        the caller's, and stopped by ``enough`` instead.
     """
     key = solver.lower()
     if key not in BACKENDS:
@@ -144,6 +153,8 @@ def solve(
             extra["heuristics"] = False
         if stop is not None:
             extra["stop"] = stop
+        if enough is not None:
+            extra["enough"] = enough
     elif key == "cbc" and cutoff is not None:
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)

@@ -41,6 +41,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -100,7 +101,8 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                   start: np.ndarray | None = None, arrays: Arrays | None = None,
                   target: float | None = None, cutoff: float | None = None, restart: bool = True,
                   heuristics: bool = True, lp_threads: int | None = None,
-                  stop: threading.Event | None = None) -> SolveResult:
+                  stop: threading.Event | None = None,
+                  enough: Callable[[float, float], bool] | None = None) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -126,12 +128,15 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     caller sets when it no longer needs the run (a search beside its own that
     has its answer); HiGHS stops at its next interrupt point, and the run
     ends as on its time limit: ``time-limit`` with its bound, or ``feasible``
-    with its plan and bound.
+    with its plan and bound. ``enough`` (a MIP): called at each interrupt
+    point with the best plan's cost (+inf before one) and the global bound;
+    True stops the run as ``stop`` does (a search run for its bound, whose
+    caller knows what bound it needs).
     """
     a = arrays if arrays is not None else mip.arrays()
     if lp_threads is not None and (lp_threads < 2 or a.integer.any()):
         lp_threads = None
-    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads, stop)
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads, stop, enough)
     result = run.result() if run.run_to_target([run]) else run.early_result()
     if start is not None and run.mip_model and run.reported is not None \
             and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
@@ -186,13 +191,15 @@ class _Run:
 
     def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
                  start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool,
-                 heuristics: bool = True, lp_threads: int | None = None, stop: threading.Event | None = None):
+                 heuristics: bool = True, lp_threads: int | None = None, stop: threading.Event | None = None,
+                 enough: Callable[[float, float], bool] | None = None):
         import highspy
 
         t0 = time.perf_counter()
         self.a, self.gap, self.target, self.cutoff = a, gap, target, cutoff
-        #: the caller's event to stop the run (:func:`solve_highspy`), and whether it did
-        self.stop, self.stopped = stop, False
+        #: the caller's event to stop the run and its test of the bound (:func:`solve_highspy`), and whether
+        #: either stopped it
+        self.stop, self.enough, self.stopped = stop, enough, False
         self.hs = highspy
         with _quiet_stdout():
             h = self.h = highspy.Highs()
@@ -272,7 +279,8 @@ class _Run:
             if self.cutoff is not None and float(data_out.mip_dual_bound) >= self.cutoff:
                 self.at_cutoff = True
                 data_in.user_interrupt = True
-            if self.stop is not None and self.stop.is_set():
+            if (self.stop is not None and self.stop.is_set()) or \
+                    (self.enough is not None and self.enough(primal, float(data_out.mip_dual_bound))):
                 self.stopped = True
                 data_in.user_interrupt = True
 
