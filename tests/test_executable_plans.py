@@ -1548,17 +1548,9 @@ def test_the_model_without_limits_follows_a_configuration_relaxation_proven_besi
     # started.
     import time
 
-    from optimizer.candidates import build_candidates
-    from optimizer.model import presolve
     from optimizer.solve import driver
 
-    from test_strengthen import COVER
-
-    data = copy.deepcopy(COVER)
-    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 4, "rps": 1.5})
-    pr = load_problem(write_problem(tmp_path, data))
-    model = presolve.build(pr, build_candidates(pr))
-    a = model.mip.arrays()
+    model, a = _cover_two_configurations(tmp_path)
     assert "config-used" in model.mip.variables
     monkeypatch.setattr(driver, "cpus", lambda: 2)
     units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
@@ -1658,38 +1650,78 @@ def test_a_leaf_solved_at_its_root_has_its_bound_as_root_bound(solve):
     plan = solve(copy.deepcopy(FLIP), solver="highs")
     assert plan.result.root_bound == pytest.approx(1_100)
 
-def test_a_relaxation_beside_is_settled_when_it_proves_the_plan_or_never_can():
-    # _Shared.settled, worked by hand. The path holds a plan of cost 1,000 (c = (1, 2), x = (400, 300)); at a
-    # 1 % gap a bound of 990 proves it. A relaxation (bound, its best point's cost best; its optimum lies
-    # between them) is settled:
-    # - bound 995 (best 1,050): it proves the plan; `answered` is set, the path's searches stop;
-    # - bound 980, best 985: within 1 % of its own optimum, which is at most 985 < 990: it never can;
-    # and not settled:
-    # - bound 985, best 994: within 1 % of its own optimum, but that optimum may lie in [990, 994]: solved on
-    #   it may still prove the plan (solved to the user's gap it stopped here before);
-    # - bound 980, best 1,050: 6.7 % from its own optimum;
-    # - no plan yet (best +inf).
-    # Before the path has a plan, within 1 % of its own optimum settles it (bound 980, best 985), 6.7 % does not.
+def test_the_bound_that_proves_the_path_s_plan():
+    # _Shared, worked by hand: the path holds a plan of cost 1,000 (c = (1, 2), x = (400, 300)); at a 1 % gap a
+    # bound of 990 proves it (needed), 989 does not, and a proof sets `answered`; before a plan, nothing is
+    # needed and nothing proves. The cost is computed again for a new plan (800: 792 needed).
     import types
 
     from optimizer.solve import driver
 
     a = types.SimpleNamespace(c=np.array([1.0, 2.0]), c0=0.0)
-    plan = np.array([400.0, 300.0])
-    for bound, best, settled, answered in [(980.0, 1_050.0, False, False), (985.0, 994.0, False, False),
-                                           (980.0, np.inf, False, False), (980.0, 985.0, True, False),
-                                           (995.0, 1_050.0, True, True)]:
-        shared = driver._Shared(x=plan)
-        assert shared.settled(a, best, bound, 0.01) is settled, (bound, best)
-        assert shared.answered.is_set() is answered, (bound, best)
+    shared = driver._Shared(x=np.array([400.0, 300.0]))
+    assert shared.cost(a) == 1_000.0 and shared.needed(a, 0.01) == pytest.approx(990.0)
+    assert not shared.proven_by(a, 989.0, 0.01) and not shared.answered.is_set()
+    assert shared.proven_by(a, 990.0, 0.01) and shared.answered.is_set()
     empty = driver._Shared()
-    assert empty.settled(a, 985.0, 980.0, 0.01) and not empty.settled(a, 1_050.0, 980.0, 0.01)
-    assert not empty.answered.is_set()
-    # the plan's cost is computed once per plan held, and again for a new one
-    shared = driver._Shared(x=plan)
-    assert shared.cost(a) == 1_000.0
+    assert empty.needed(a, 0.01) is None and not empty.proven_by(a, 2_000.0, 0.01)
     shared.x = np.array([400.0, 200.0])
-    assert shared.cost(a) == 800.0 and shared.settled(a, 900.0, 795.0, 0.01)
+    assert shared.cost(a) == 800.0 and shared.needed(a, 0.01) == pytest.approx(792.0)
+
+
+def _cover_two_configurations(tmp_path):
+    """COVER (tests/test_strengthen.py) with a second, dearer configuration for chat; its stable optimum 4,000,
+    its configuration relaxations 3,000 (see the test of the model without limits after them below)."""
+    from optimizer.candidates import build_candidates
+    from optimizer.model import presolve
+
+    from test_strengthen import COVER
+
+    data = copy.deepcopy(COVER)
+    data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 4, "rps": 1.5})
+    pr = load_problem(write_problem(tmp_path, data))
+    model = presolve.build(pr, build_candidates(pr))
+    return model, model.mip.arrays()
+
+
+@pytest.mark.parametrize("gap, need, said", [(0.26, 2_960.0, "units"), (0.24, 3_040.0, "free")])
+def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_it_needs(tmp_path, monkeypatch,
+                                                                                         gap, need, said):
+    # The path holds COVER's stable optimum, 4,000. The relaxation with whole units (optimum 3,000) is stood in
+    # for, on its first solve, by one that ended within the gap of its own optimum with a weaker bound, 2,900,
+    # and a best point of 3,100 (as HiGHS ends a search pruned at the gap). At a gap of 26 % the plan needs a
+    # bound of 4,000 x 0.74 = 2,960: not proven, and 3,100 leaves room, so the relaxation is solved again (the
+    # real one) with a cutoff at 2,960, ends cut off (its optimum 3,000 lies above), and its bound, 2,960,
+    # proves the plan: nothing more runs. At 24 % (3,040 needed) the second solve finds 3,000 below the
+    # cutoff: no proof can come from this relaxation, and the model without limits follows, whose 4,000 proves
+    # the plan.
+    import time
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a = _cover_two_configurations(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    whole = driver.backend_solve(model.mip, solver="highs", gap=1e-9, threads=1)
+    assert whole.status == Status.OPTIMAL and whole.objective == pytest.approx(4_000)
+    real = driver.configuration_relaxation
+    cutoffs = []
+
+    def relaxation(*args, cutoff=None, **kw):
+        cutoffs.append(cutoff)
+        if cutoff is None:
+            return SolveResult(Status.OPTIMAL, "highs", objective=3_100.0, bound=2_900.0, gap=200 / 3_100)
+        return real(*args, cutoff=cutoff, **kw)
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    shared = driver._Shared(x=whole.x)
+    held, name = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, gap, None,
+                                            shared).result(stop=False)
+    assert cutoffs == [None, pytest.approx(need)] and shared.answered.is_set()
+    if said == "units":
+        assert name == driver.HELD_UNITS and held.bound == pytest.approx(need)
+    else:
+        assert name == driver.HELD_FREE and held.bound == pytest.approx(4_000)
 
 
 def test_within_gap_reads_the_relative_gap_and_wants_both_numbers():

@@ -128,11 +128,6 @@ CUTS_AFTER_FLOORS = True
 #: when that one is proven with time left, the model without stability limits after it (:func:`_relaxations_beside`;
 #: docs/performance.md, "The configuration relaxation" and "Which integrality holds the gap")
 UNITS_BESIDE = True
-#: the gap the relaxations beside (:func:`_relaxations_beside`) are solved to: their own optimum. Each stops sooner
-#: once its bound proves the path's plan within the user's gap, or once it is within that gap of its own optimum and
-#: that optimum is too low to (:meth:`_Shared.settled`); solved to the user's gap, one could stop just short of the
-#: proof (docs/performance.md, "Relaxations solved for the plan they may prove")
-BESIDE_GAP = 1e-6
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
@@ -263,7 +258,8 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 
 def configuration_relaxation(model: Model, a, solver: str, time_limit: float | None, gap: float,
                              threads: int | None, whole: Sequence[str] = ("config-used",),
-                             stop: threading.Event | None = None, enough=None) -> SolveResult:
+                             stop: threading.Event | None = None, cutoff: float | None = None,
+                             enough=None) -> SolveResult:
     """The stable model with its configuration floors and every integrality but ``config-used``'s dropped
     (and that of the other variable blocks named in ``whole``).
 
@@ -290,9 +286,9 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
     (:data:`UNITS_BESIDE`).
 
     CP-SAT takes no continuous column; HiGHS solves it for that back end,
-    as it does the LP relaxation. ``stop`` and ``enough``: the back end's (a
-    caller that solves it beside its own search stops it once it has its
-    answer, or once its bound has done what it can).
+    as it does the LP relaxation. ``stop``, ``cutoff`` and ``enough``: the
+    back end's (a caller that solves it beside its own search stops it once
+    it has its answer, or once its bound has done what it can).
     """
     mip = model.mip
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
@@ -303,7 +299,7 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
             integer[ids] = floors.integer[ids]
     return backend_solve(mip, solver="highs" if solver == "cp-sat" else solver, time_limit=time_limit, gap=gap,
                          threads=threads, arrays=dataclasses.replace(floors, integer=integer), stop=stop,
-                         enough=enough)
+                         cutoff=cutoff, enough=enough)
 
 
 def without_limits(mip, a):
@@ -932,23 +928,11 @@ class _Shared:
         self.answered.set()
         return True
 
-    def settled(self, a, best: float, bound: float, gap: float) -> bool:
-        """Has a relaxation run for its bound done what it can for the path's plan? True when its ``bound``
-        proves that plan within ``gap`` (``answered`` is then set), or when it is within ``gap`` of its own
-        optimum (its ``best`` point's cost, which that optimum cannot exceed, against its bound) and cannot
-        prove the plan: its optimum lies at most at ``best``, already too low. Before the path has a plan,
-        within ``gap`` of its own optimum is enough, as for any search.
-
-        A relaxation stopped at the user's gap instead may stop just short of a bound that proves the plan
-        (q3 + default catalog without training at 300 s, gap 1 %: bound 65,978.77 against a plan of 66,819.09
-        and an optimum of 66,645.11; docs/performance.md, "Relaxations solved for the plan they may prove").
-        """
-        if self.proven_by(a, bound, gap):
-            return True
-        if not within_gap(best, bound, gap):
-            return False
+    def needed(self, a, gap: float) -> float | None:
+        """The least bound that proves the path's best plan within ``gap`` (its cost less ``gap`` of it), or
+        None before it has a plan."""
         cost = self.cost(a)
-        return cost is None or not within_gap(cost, best, gap)
+        return None if cost is None else cost - gap * max(abs(cost), 1e-9)
 
 
 @dataclasses.dataclass
@@ -1038,24 +1022,25 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
        share: its bound still rises after that, and the searches of the restrictions on the other CPU did
        not lose by it (q3 + default catalog: 62,699 -> 62,999 at 58 s, 62,999 -> 63,103 at 118 s, the same
        plans; docs/performance.md, "Which integrality holds the gap").
-    2. When that one is settled before the deadline (it cannot prove the path's plan), the model without
+    2. When that one is proven before the deadline and cannot prove the path's plan, the model without
        stability limits (:func:`without_limits`) follows until the deadline. That model lets a class use
        several configurations but keeps every other integrality, among them the training's whole clusters
        on whole units, which the configuration relaxation spreads: where those hold the gap it proves more
        (bench catalog-wide ×0.25: 37,917 in 30 s, against 36,297 for the configuration relaxations, proven
        in 5 s; docs/performance.md, "Which integrality holds the gap").
 
-    When that one is settled too, the thread is free before the deadline: the fixed-configuration path queues
+    When that one is proven too, the thread is free before the deadline: the fixed-configuration path queues
     the search of the stable model itself behind these (:func:`_bound_beside` with ``after``). Both stop once
     the caller's plan is proven (``_Beside.result()``, or the event set directly); a caller whose plan is not
     proven lets them run to the deadline (``result(stop=False)``), as their bound is then what it waits for.
 
-    ``shared``: the fixed-configuration path's best plan. Each relaxation is solved towards its own optimum
-    (:data:`BESIDE_GAP`), not to ``gap``, and stopped as soon as it has done what it can for that plan
-    (:meth:`_Shared.settled`, read at HiGHS's interrupt points): its bound proves the plan within ``gap`` (it
-    says so, ``shared.answered``: the path's searches stop, and nothing more runs here), or it is within
-    ``gap`` of its own optimum and that optimum is too low to prove the plan (the next one starts). Before the
-    path has a plan, within ``gap`` of its own optimum is enough, as before.
+    ``shared``: the fixed-configuration path's best plan. Each relaxation stops as soon as its bound proves
+    that plan within ``gap`` (read at HiGHS's interrupt points); it then says so (``shared.answered``: the
+    path's searches stop) and nothing more runs here. One that ends within ``gap`` of its own optimum without
+    proving the plan, while its best point still leaves room for the proof, is solved once more with a
+    cutoff at the bound the proof needs (:meth:`_Shared.needed`): it ends cut off (the proof) or with a point
+    below that bound (no proof can come from it). Solved to the user's gap alone, it could stop just short
+    of the proof (docs/performance.md, "Relaxations solved for the plan they may prove").
     """
     if not UNITS_BESIDE:
         return None
@@ -1063,23 +1048,43 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
     stop = threading.Event()  # set once the caller's plan is proven: a bound can no longer change it
     shared = _Shared() if shared is None else shared
 
-    def enough(best: float, bound: float) -> bool:
-        return shared.settled(a, best, bound, gap)
+    def proves(best: float, bound: float) -> bool:  # read at HiGHS's interrupt points
+        return shared.proven_by(a, bound, gap)
 
-    def settled(relaxed: SolveResult) -> bool:  # ended at its optimum, or stopped by ``enough``
-        return relaxed.status == Status.OPTIMAL or (relaxed.status.has_plan and not stop.is_set()
-                                                    and enough(relaxed.objective, relaxed.bound))
+    def cannot(best: float, bound: float) -> bool:  # a point cheaper than the proof needs: the optimum is too
+        need = shared.needed(a, gap)
+        return proves(best, bound) or (need is not None and best < need)
+
+    def for_the_plan(solve) -> SolveResult:
+        # ``solve(time_limit, cutoff, enough)``: the relaxation to the user's gap, stopped as soon as its bound
+        # proves the path's plan. Within the gap of its own optimum but short of the proof, with a best point
+        # that does not rule it out, it is solved once more with every node at or above the bound the proof
+        # needs pruned (a cutoff there): ending cut off, nothing in it lies below that bound, which proves
+        # the plan; a point found below it shows that it cannot. The better bound is kept
+        first = solve(deadline - time.perf_counter(), None, proves)
+        need = shared.needed(a, gap)
+        if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
+                or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
+            return first
+        second = solve(deadline - time.perf_counter(), need, cannot)
+        if second.bound is None or second.bound <= first.bound:
+            return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
+        cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
+        return dataclasses.replace(first, bound=min(second.bound, cheapest), objective=cheapest,
+                                   gap=relative_gap(cheapest, second.bound),
+                                   solve_seconds=first.solve_seconds + second.solve_seconds)
 
     def run():
-        # each solved towards its own optimum (BESIDE_GAP), stopped once ``enough`` says it has done what it can
-        units = configuration_relaxation(model, a, solver, max(1.0, deadline - time.perf_counter()),
-                                         min(gap, BESIDE_GAP), 1, whole=("config-used",) + UNIT_FAMILIES, stop=stop,
-                                         enough=enough)
+        units = for_the_plan(lambda seconds, cutoff, enough: configuration_relaxation(
+            model, a, solver, max(1.0, seconds), gap, 1, whole=("config-used",) + UNIT_FAMILIES, stop=stop,
+            cutoff=cutoff, enough=enough))
         left = deadline - time.perf_counter()
-        if shared.proven_by(a, units.bound, gap) or not settled(units) or left < 1.0 or stop.is_set():
+        if shared.proven_by(a, units.bound, gap) or units.status != Status.OPTIMAL or left < 1.0 \
+                or stop.is_set():
             return units, HELD_UNITS
-        free = backend_solve(model.mip, solver=solver, time_limit=left, gap=min(gap, BESIDE_GAP), threads=1,
-                             arrays=without_limits(model.mip, a), stop=stop, enough=enough)
+        free = for_the_plan(lambda seconds, cutoff, enough: backend_solve(
+            model.mip, solver=solver, time_limit=max(1.0, seconds), gap=gap, threads=1,
+            arrays=without_limits(model.mip, a), stop=stop, cutoff=cutoff, enough=enough))
         if free.status == Status.INFEASIBLE or (free.bound is not None and free.bound > units.bound):
             shared.proven_by(a, free.bound, gap)
             return free, HELD_FREE
