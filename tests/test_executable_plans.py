@@ -1691,7 +1691,8 @@ def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_
     # for, on its first solve, by one that ended within the gap of its own optimum with a weaker bound, 2,900,
     # and a best point of 3,100 (as HiGHS ends a search pruned at the gap). At a gap of 26 % the plan needs a
     # bound of 4,000 x 0.74 = 2,960: not proven, and 3,100 leaves room, so the relaxation is solved again (the
-    # real one) with a cutoff at 2,960, ends cut off (its optimum 3,000 lies above), and its bound, 2,960,
+    # real one) with a cutoff at 2,960 and to a gap of 1e-6 (at 26 % HiGHS would prune below the cutoff once it
+    # holds 3,000), ends cut off (its optimum 3,000 lies above), and its bound, 2,960,
     # proves the plan: nothing more runs. At 24 % (3,040 needed) the second solve finds 3,000 below the
     # cutoff: no proof can come from this relaxation, and the model without limits follows, whose 4,000 proves
     # the plan.
@@ -1708,7 +1709,7 @@ def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_
     cutoffs = []
 
     def relaxation(*args, cutoff=None, **kw):
-        cutoffs.append(cutoff)
+        cutoffs.append((args[4], cutoff))  # (the gap, the cutoff)
         if cutoff is None:
             return SolveResult(Status.OPTIMAL, "highs", objective=3_100.0, bound=2_900.0, gap=200 / 3_100)
         return real(*args, cutoff=cutoff, **kw)
@@ -1717,7 +1718,7 @@ def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_
     shared = driver._Shared(x=whole.x)
     held, name = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, gap, None,
                                             shared).result(stop=False)
-    assert cutoffs == [None, pytest.approx(need)] and shared.answered.is_set()
+    assert cutoffs == [(gap, None), (driver.PROOF_GAP, pytest.approx(need))] and shared.answered.is_set()
     if said == "units":
         assert name == driver.HELD_UNITS and held.bound == pytest.approx(need)
     else:

@@ -128,6 +128,10 @@ CUTS_AFTER_FLOORS = True
 #: when that one is proven with time left, the model without stability limits after it (:func:`_relaxations_beside`;
 #: docs/performance.md, "The configuration relaxation" and "Which integrality holds the gap")
 UNITS_BESIDE = True
+#: the gap a relaxation beside is solved to once more, with a cutoff at the bound that proves the path's plan
+#: (:func:`_relaxations_beside`): at the user's gap HiGHS would prune the nodes within it of its best point too,
+#: below the cutoff when that point lies within the gap above it, and end short of the proof again
+PROOF_GAP = 1e-6
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
@@ -1056,17 +1060,19 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
         return proves(best, bound) or (need is not None and best < need)
 
     def for_the_plan(solve) -> SolveResult:
-        # ``solve(time_limit, cutoff, enough)``: the relaxation to the user's gap, stopped as soon as its bound
-        # proves the path's plan. Within the gap of its own optimum but short of the proof, with a best point
-        # that does not rule it out, it is solved once more with every node at or above the bound the proof
-        # needs pruned (a cutoff there): ending cut off, nothing in it lies below that bound, which proves
-        # the plan; a point found below it shows that it cannot. The better bound is kept
-        first = solve(deadline - time.perf_counter(), None, proves)
+        # ``solve(time_limit, gap, cutoff, enough)``: the relaxation to the user's gap, stopped as soon as its
+        # bound proves the path's plan. Within the gap of its own optimum but short of the proof, with a best
+        # point that does not rule it out, it is solved once more with every node at or above the bound the
+        # proof needs pruned (a cutoff there): ending cut off, nothing in it lies below that bound, which
+        # proves the plan; a point found below it shows that it cannot. That solve runs to PROOF_GAP: at the
+        # user's gap HiGHS would also prune the nodes within it of its best point, below the cutoff once that
+        # point lies within the gap above the cutoff, and end short of the proof again. The better bound is kept
+        first = solve(deadline - time.perf_counter(), gap, None, proves)
         need = shared.needed(a, gap)
         if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
                 or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
             return first
-        second = solve(deadline - time.perf_counter(), need, cannot)
+        second = solve(deadline - time.perf_counter(), min(gap, PROOF_GAP), need, cannot)
         if second.bound is None or second.bound <= first.bound:
             return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
         cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
@@ -1075,15 +1081,15 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
                                    solve_seconds=first.solve_seconds + second.solve_seconds)
 
     def run():
-        units = for_the_plan(lambda seconds, cutoff, enough: configuration_relaxation(
-            model, a, solver, max(1.0, seconds), gap, 1, whole=("config-used",) + UNIT_FAMILIES, stop=stop,
+        units = for_the_plan(lambda seconds, to_gap, cutoff, enough: configuration_relaxation(
+            model, a, solver, max(1.0, seconds), to_gap, 1, whole=("config-used",) + UNIT_FAMILIES, stop=stop,
             cutoff=cutoff, enough=enough))
         left = deadline - time.perf_counter()
         if shared.proven_by(a, units.bound, gap) or units.status != Status.OPTIMAL or left < 1.0 \
                 or stop.is_set():
             return units, HELD_UNITS
-        free = for_the_plan(lambda seconds, cutoff, enough: backend_solve(
-            model.mip, solver=solver, time_limit=max(1.0, seconds), gap=gap, threads=1,
+        free = for_the_plan(lambda seconds, to_gap, cutoff, enough: backend_solve(
+            model.mip, solver=solver, time_limit=max(1.0, seconds), gap=to_gap, threads=1,
             arrays=without_limits(model.mip, a), stop=stop, cutoff=cutoff, enough=enough))
         if free.status == Status.INFEASIBLE or (free.bound is not None and free.bound > units.bound):
             shared.proven_by(a, free.bound, gap)
