@@ -1013,6 +1013,49 @@ def _held_bound(result: SolveResult, beside: tuple[SolveResult, str], gap: float
         _proven_if_within(result, gap)
 
 
+def _for_the_plan(shared: _Shared, a, gap: float, deadline: float, stop: threading.Event, solve) -> SolveResult:
+    """A relaxation of the stable model solved beside the path for its bound, and for the plan ``shared`` holds.
+
+    ``solve(time_limit, gap, cutoff, enough)`` solves it (the back end's
+    parameters). First to ``gap``, stopped as soon as its bound proves the
+    path's plan within ``gap`` (``enough``, read at HiGHS's interrupt
+    points; ``shared.answered`` is then set and the path's searches stop).
+    When it ends within ``gap`` of its own optimum but short of that proof,
+    and its best point does not rule the proof out (it costs at least the
+    bound needed, :meth:`_Shared.needed`), it is solved once more with a
+    cutoff there: every node whose bound reaches it is pruned. Ending cut
+    off, nothing in the relaxation lies below that bound, which proves the
+    plan; a point found below it shows that it cannot prove the plan held
+    then, and that solve stops. That solve runs to :data:`PROOF_GAP`: at
+    ``gap`` HiGHS would also prune the nodes within ``gap`` of its best
+    point, below the cutoff once that point lies within ``gap`` above it,
+    and end short of the proof again. The result is the first solve's with
+    the better bound (and the cheaper point) of the two, and both solves'
+    time. Solved to ``gap`` alone, the relaxation could stop just short of
+    the proof (docs/performance.md, "Relaxations solved for the plan they
+    may prove").
+    """
+    def proves(best: float, bound: float) -> bool:
+        return shared.proven_by(a, bound, gap)
+
+    def cannot(best: float, bound: float) -> bool:  # a point cheaper than the proof needs: the optimum is too
+        need = shared.needed(a, gap)
+        return proves(best, bound) or (need is not None and best < need)
+
+    first = solve(deadline - time.perf_counter(), gap, None, proves)
+    need = shared.needed(a, gap)
+    if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
+            or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
+        return first
+    second = solve(deadline - time.perf_counter(), min(gap, PROOF_GAP), need, cannot)
+    if second.bound is None or second.bound <= first.bound:
+        return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
+    cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
+    return dataclasses.replace(first, bound=min(second.bound, cheapest), objective=cheapest,
+                               gap=relative_gap(cheapest, second.bound),
+                               solve_seconds=first.solve_seconds + second.solve_seconds)
+
+
 def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: float,
                         threads: int | None, shared: _Shared | None = None) -> _Beside | None:
     """Relaxations of the stable model solved one after the other on a CPU of their own, for their bounds, or
@@ -1038,13 +1081,10 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
     the caller's plan is proven (``_Beside.result()``, or the event set directly); a caller whose plan is not
     proven lets them run to the deadline (``result(stop=False)``), as their bound is then what it waits for.
 
-    ``shared``: the fixed-configuration path's best plan. Each relaxation stops as soon as its bound proves
-    that plan within ``gap`` (read at HiGHS's interrupt points); it then says so (``shared.answered``: the
-    path's searches stop) and nothing more runs here. One that ends within ``gap`` of its own optimum without
-    proving the plan, while its best point still leaves room for the proof, is solved once more with a
-    cutoff at the bound the proof needs (:meth:`_Shared.needed`): it ends cut off (the proof) or with a point
-    below that bound (no proof can come from it). Solved to the user's gap alone, it could stop just short
-    of the proof (docs/performance.md, "Relaxations solved for the plan they may prove").
+    ``shared``: the fixed-configuration path's best plan. Each relaxation is solved for it
+    (:func:`_for_the_plan`): it stops as soon as its bound proves that plan within ``gap`` (it then says so,
+    ``shared.answered``: the path's searches stop, and nothing more runs here), and one that ends just short
+    of that proof is solved once more with a cutoff at the bound the proof needs.
     """
     if not UNITS_BESIDE:
         return None
@@ -1052,49 +1092,25 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
     stop = threading.Event()  # set once the caller's plan is proven: a bound can no longer change it
     shared = _Shared() if shared is None else shared
 
-    def proves(best: float, bound: float) -> bool:  # read at HiGHS's interrupt points
-        return shared.proven_by(a, bound, gap)
+    def units(seconds, to_gap, cutoff, enough):
+        return configuration_relaxation(model, a, solver, max(1.0, seconds), to_gap, 1,
+                                        whole=("config-used",) + UNIT_FAMILIES, stop=stop, cutoff=cutoff,
+                                        enough=enough)
 
-    def cannot(best: float, bound: float) -> bool:  # a point cheaper than the proof needs: the optimum is too
-        need = shared.needed(a, gap)
-        return proves(best, bound) or (need is not None and best < need)
-
-    def for_the_plan(solve) -> SolveResult:
-        # ``solve(time_limit, gap, cutoff, enough)``: the relaxation to the user's gap, stopped as soon as its
-        # bound proves the path's plan. Within the gap of its own optimum but short of the proof, with a best
-        # point that does not rule it out, it is solved once more with every node at or above the bound the
-        # proof needs pruned (a cutoff there): ending cut off, nothing in it lies below that bound, which
-        # proves the plan; a point found below it shows that it cannot. That solve runs to PROOF_GAP: at the
-        # user's gap HiGHS would also prune the nodes within it of its best point, below the cutoff once that
-        # point lies within the gap above the cutoff, and end short of the proof again. The better bound is kept
-        first = solve(deadline - time.perf_counter(), gap, None, proves)
-        need = shared.needed(a, gap)
-        if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
-                or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
-            return first
-        second = solve(deadline - time.perf_counter(), min(gap, PROOF_GAP), need, cannot)
-        if second.bound is None or second.bound <= first.bound:
-            return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
-        cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
-        return dataclasses.replace(first, bound=min(second.bound, cheapest), objective=cheapest,
-                                   gap=relative_gap(cheapest, second.bound),
-                                   solve_seconds=first.solve_seconds + second.solve_seconds)
+    def free(seconds, to_gap, cutoff, enough):
+        return backend_solve(model.mip, solver=solver, time_limit=max(1.0, seconds), gap=to_gap, threads=1,
+                             arrays=without_limits(model.mip, a), stop=stop, cutoff=cutoff, enough=enough)
 
     def run():
-        units = for_the_plan(lambda seconds, to_gap, cutoff, enough: configuration_relaxation(
-            model, a, solver, max(1.0, seconds), to_gap, 1, whole=("config-used",) + UNIT_FAMILIES, stop=stop,
-            cutoff=cutoff, enough=enough))
-        left = deadline - time.perf_counter()
-        if shared.proven_by(a, units.bound, gap) or units.status != Status.OPTIMAL or left < 1.0 \
-                or stop.is_set():
-            return units, HELD_UNITS
-        free = for_the_plan(lambda seconds, to_gap, cutoff, enough: backend_solve(
-            model.mip, solver=solver, time_limit=max(1.0, seconds), gap=to_gap, threads=1,
-            arrays=without_limits(model.mip, a), stop=stop, cutoff=cutoff, enough=enough))
-        if free.status == Status.INFEASIBLE or (free.bound is not None and free.bound > units.bound):
-            shared.proven_by(a, free.bound, gap)
-            return free, HELD_FREE
-        return units, HELD_UNITS
+        held = _for_the_plan(shared, a, gap, deadline, stop, units)
+        if shared.proven_by(a, held.bound, gap) or held.status != Status.OPTIMAL \
+                or deadline - time.perf_counter() < 1.0 or stop.is_set():
+            return held, HELD_UNITS
+        other = _for_the_plan(shared, a, gap, deadline, stop, free)
+        if other.status == Status.INFEASIBLE or (other.bound is not None and other.bound > held.bound):
+            shared.proven_by(a, other.bound, gap)
+            return other, HELD_FREE
+        return held, HELD_UNITS
 
     return _Beside.start(solver, threads, run, stop)
 
