@@ -784,6 +784,41 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
 
 
 
+def test_the_configuration_relaxation_beside_that_proves_the_plan_stops_the_path(tmp_path, monkeypatch):
+    # As above, at a 10 % gap: the floors' search stops with nothing, and the configuration relaxation after it
+    # proves 1,100, which proves the restriction's 1,200 within 10 % (100 / 1,200 = 8.3 %). The whole stable
+    # model's search is stood in for by one that waits for its stop event, as a long search runs on: the
+    # relaxation's proof stops it, or keeps it from starting where the proof came first (which of the two
+    # depends on the threads' timing; the outcome does not), and 1,200 is returned
+    # optimal with the relaxation named. Before, the path searched on until its limit (here the stand-in's
+    # 60 s, then not stopped).
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    ids = model.mip.variables["config-used"].ids
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    real = driver.backend_solve
+    seen = {}
+
+    def spy(*args, **kw):
+        b = kw["arrays"]
+        if len(b.row_lo) > len(a.row_lo) and b.integer.sum() > len(ids):  # the floors' search of the stable model
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped on its limit")
+        if b is a:  # the whole stable model's search
+            seen["stopped"] = kw["stop"].wait(60.0)
+            return SolveResult(Status.TIME_LIMIT, "highs", message="stopped by its caller before a plan")
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 0.1, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert seen in ({}, {"stopped": True})
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_200)
+    assert r.bound == pytest.approx(1_100, rel=1e-6)
+    assert "the bound is the configuration relaxation, solved beside" in r.message
+
+
 def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, monkeypatch):
     # FLIP's fixed path with a search, limit 600 s: its own searches prove 1,100 in well under a second. The
     # floors' search beside stops on its share with nothing (a large model's; had it proven FLIP's optimum, as

@@ -1163,9 +1163,11 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
 
     ``shared``: the caller's best plan and its ``answered`` event, set when
     the floors' search ends proven (its plan within ``gap`` of its bound:
-    the stable model's optimum), so that the caller stops its own searches,
-    which can no longer find a cheaper plan; what would follow it here is
-    not started.
+    the stable model's optimum), or when the configuration relaxation's
+    bound proves the caller's plan (it is solved for that plan,
+    :func:`_for_the_plan`), so that the caller stops its own searches,
+    which can no longer find a cheaper plan or a better proof; what would
+    follow here is not started.
 
     The result is (the floors' search or None when it was not started,
     one :class:`~optimizer.solve.decompose.DecompositionBound` per cut
@@ -1176,6 +1178,7 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     """
     if not BOUND_BESIDE or time_limit < 1.0 or (after is not None and deadline is None):
         return None
+    shared = _Shared(x=x) if shared is None else shared
     floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
     cuts = (CUTS_AFTER_FLOORS and duals is not None and deadline is not None
             and len(model.data.periods) > 1)
@@ -1183,16 +1186,16 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
     stop = threading.Event()
 
     def proven(searched: SolveResult) -> bool:
-        if searched.status == Status.OPTIMAL and shared is not None:
+        if searched.status == Status.OPTIMAL:
             shared.answered.set()
         return searched.status == Status.OPTIMAL
 
     def queued():
         # on the relaxations' thread, after them: the time they left, from the best plan the caller has by then
         left = deadline - time.perf_counter()
-        if stop.is_set() or left < 1.0 or (shared is not None and shared.answered.is_set()):
+        if stop.is_set() or left < 1.0 or shared.answered.is_set():
             return None, [], None
-        start = shared.x if shared is not None and shared.x is not None else x
+        start = shared.x if shared.x is not None else x
         searched = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1, start=start,
                                  arrays=floors, stop=stop)
         proven(searched)
@@ -1214,7 +1217,11 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
             # until the deadline; the cuts follow only if it is proven before. With half the time (the cuts the
             # other half) it proved less, and the cuts nothing more (bench x0.25 at 90 s: standard 2,589,039
             # against 2,605,429, training-heavy 3,442,161 against 3,543,758)
-            relaxed = configuration_relaxation(model, a, solver, deadline - time.perf_counter(), gap, 1, stop=stop)
+            relaxed = _for_the_plan(shared, a, gap, deadline, stop, lambda seconds, to_gap, cutoff, enough:
+                                    configuration_relaxation(model, a, solver, max(1.0, seconds), to_gap, 1,
+                                                             stop=stop, cutoff=cutoff, enough=enough))
+            if shared.proven_by(a, relaxed.bound, gap):  # the path's plan proven: its searches stop, no cuts
+                return searched, [], relaxed
         if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
             return searched, [], relaxed
         left = deadline - time.perf_counter()
