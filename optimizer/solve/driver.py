@@ -129,7 +129,7 @@ CUTS_AFTER_FLOORS = True
 #: docs/performance.md, "The configuration relaxation" and "Which integrality holds the gap")
 UNITS_BESIDE = True
 #: the gap a relaxation beside is solved to once more, with a cutoff at the bound that proves the path's plan
-#: (:func:`_relaxations_beside`): at the user's gap HiGHS would prune the nodes within it of its best point too,
+#: (:func:`_for_the_plan`): at the user's gap HiGHS would prune the nodes within it of its best point too,
 #: below the cutoff when that point lies within the gap above it, and end short of the proof again
 PROOF_GAP = 1e-6
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
@@ -418,7 +418,8 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     result.solve_seconds += lp.solve_seconds
     # a limit hit before the solver's own root LP finished, or a search that proved less than the LP: the
     # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
-    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE and within_gap(result.objective, result.bound, gap):
+    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE \
+            and within_gap(result.objective, result.bound, gap):
         result.status = Status.OPTIMAL
         result.message = (f"optimal: the bound of {relaxed.bound_name} meets the plan's cost "
                           f"(the search: {result.message})")
@@ -519,7 +520,8 @@ def _held_with_bound(held: SolveResult, result: SolveResult, gap: float, said: s
     bound = None if result.bound is None else min(result.bound, held.objective)
     proven = within_gap(held.objective, bound, gap)
     return dataclasses.replace(
-        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound, gap=relative_gap(held.objective, bound),
+        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound,
+        gap=relative_gap(held.objective, bound),
         x=held.x.copy(), solve_seconds=result.solve_seconds + seconds, build_seconds=result.build_seconds,
         root_bound=result.root_bound,
         message=f"{'optimal' if proven else 'time limit'}: {said} ({result.message})")

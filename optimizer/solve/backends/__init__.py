@@ -125,8 +125,7 @@ def solve(
         (HiGHS; the others run to their limit): checked at each interrupt
         point, True stops the run as ``stop`` does. For a search run for its
         bound, whose caller knows what bound it needs (a relaxation that
-        may prove the caller's plan): it is then solved to a ``gap`` below
-        the caller's, and stopped by ``enough`` instead.
+        may prove the caller's plan).
     """
     key = solver.lower()
     if key not in BACKENDS:
