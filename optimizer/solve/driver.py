@@ -1033,18 +1033,21 @@ def _for_the_plan(shared: _Shared, a, gap: float, deadline: float, stop: threadi
     point, below the cutoff once that point lies within ``gap`` above it,
     and end short of the proof again. The result is the first solve's with
     the better bound (and the cheaper point) of the two, and both solves'
-    time. Solved to ``gap`` alone, the relaxation could stop just short of
+    time; where that bound proves the plan, ``shared.answered`` is set
+    whether or not HiGHS's callback ran. Solved to ``gap`` alone, the relaxation could stop just short of
     the proof (docs/performance.md, "Relaxations solved for the plan they
     may prove").
     """
     def proves(best: float, bound: float) -> bool:
         return shared.proven_by(a, bound, gap)
 
-    def cannot(best: float, bound: float) -> bool:  # a point cheaper than the proof needs: the optimum is too
+    def cannot(best: float, bound: float) -> bool:  # a point below the bound needed: so is the optimum
         need = shared.needed(a, gap)
         return proves(best, bound) or (need is not None and best < need)
 
     first = solve(deadline - time.perf_counter(), gap, None, proves)
+    if shared.proven_by(a, first.bound, gap):  # the callback may not have run (a model solved at its root)
+        return first
     need = shared.needed(a, gap)
     if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
             or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
@@ -1052,6 +1055,7 @@ def _for_the_plan(shared: _Shared, a, gap: float, deadline: float, stop: threadi
     second = solve(deadline - time.perf_counter(), min(gap, PROOF_GAP), need, cannot)
     if second.bound is None or second.bound <= first.bound:
         return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
+    shared.proven_by(a, second.bound, gap)
     cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
     return dataclasses.replace(first, bound=min(second.bound, cheapest), objective=cheapest,
                                gap=relative_gap(cheapest, second.bound),
@@ -1105,12 +1109,11 @@ def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: floa
 
     def run():
         held = _for_the_plan(shared, a, gap, deadline, stop, units)
-        if shared.proven_by(a, held.bound, gap) or held.status != Status.OPTIMAL \
+        if shared.answered.is_set() or held.status != Status.OPTIMAL \
                 or deadline - time.perf_counter() < 1.0 or stop.is_set():
             return held, HELD_UNITS
         other = _for_the_plan(shared, a, gap, deadline, stop, free)
         if other.status == Status.INFEASIBLE or (other.bound is not None and other.bound > held.bound):
-            shared.proven_by(a, other.bound, gap)
             return other, HELD_FREE
         return held, HELD_UNITS
 
@@ -1222,7 +1225,7 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
             relaxed = _for_the_plan(shared, a, gap, deadline, stop, lambda seconds, to_gap, cutoff, enough:
                                     configuration_relaxation(model, a, solver, max(1.0, seconds), to_gap, 1,
                                                              stop=stop, cutoff=cutoff, enough=enough))
-            if shared.proven_by(a, relaxed.bound, gap):  # the path's plan proven: its searches stop, no cuts
+            if shared.answered.is_set():  # the path's plan proven: its searches stop, no cuts
                 return searched, [], relaxed
         if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
             return searched, [], relaxed
