@@ -262,6 +262,7 @@ def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough():
 
     r = solve(mip, "highs", gap=1e-9, threads=1, enough=at_first_plan)
     assert r.status == Status.FEASIBLE and "stopped by its caller" in r.message, r.message
+    assert not violations(mip.arrays(), r.x) and not violations(mip.arrays(), full.x)
     assert np.isfinite(seen[-1][0]) and not any(np.isfinite(best) for best, _ in seen[:-1])
     assert all(bound <= best * (1 + 1e-9) for best, bound in seen + full_seen if np.isfinite(best))
     assert r.bound <= full.objective * (1 + 1e-9) and r.objective >= full.objective * (1 - 1e-9)
