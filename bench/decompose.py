@@ -21,13 +21,13 @@ compare rows of one run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.machine import header, load  # noqa: E402  (after the path is set)
 
 
 def model_of(args):
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from optimizer.solve import decompose
 
     print(f"# bench/decompose.py {' '.join(argv if argv is not None else sys.argv[1:])}")
-    print(f"# {os.cpu_count()} CPUs, load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("\n".join(header()))
     t = time.perf_counter()
     model = model_of(args)
     a = model.mip.arrays()
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         at_lp = int((per["bound_from"] == "lp").sum())
         over = "-" if res.bound is None else f"{100 * (res.bound - lp) / abs(lp):+.2f} %"
         print(f"| {w} | {res.bound:,.2f} | {over} | {solved} | {stopped} | {at_lp} | {secs:.1f} |", flush=True)
-    print(f"# load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"# load average at the end {load()}")
     return 0
 
 

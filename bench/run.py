@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.generate import FAMILIES, WEEKS, problem  # noqa: E402  (after the path is set)
+from bench.machine import header  # noqa: E402
 
 
 def one(scale: float, solver: str, time_limit: float, seed: int, gap: float, threads: int | None,
@@ -184,9 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(handover(s, args.seed)))
         return 0
 
-    load = os.getloadavg()
     print(f"# bench/run.py {' '.join(argv if argv is not None else sys.argv[1:])}")
-    print(f"# {os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print("\n".join(header()))
     head = ["scale", "solver", "vars", "int", "rows", "nnz", "build", "handover", "solve", "total", "status",
             "objective", "bound", "gap%", "LP bound", "solved apart", "mem MB", "audit"]
     print("| " + " | ".join(head) + " |")

@@ -19,11 +19,13 @@ docs/performance.md ("What a small solve costs besides the solver") reports the 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.machine import header, load  # noqa: E402  (after the path is set)
 
 
 def least(f, repeat: int) -> float:
@@ -52,7 +54,7 @@ def main(argv=None) -> None:
     from optimizer.solve import driver
     from optimizer.studies.precheck import precheck
 
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("\n".join(header()))
     print(f"{'problem':<28} {'columns':>8} {'candidates':>10} {'build':>8} {'re-price':>8} {'pre-check':>9} "
           f"{'solve':>8} {'plan':>8} {'audit':>8}   (ms, least of {args.repeat})")
     for path in args.problems:
@@ -72,7 +74,7 @@ def main(argv=None) -> None:
         print(f"{Path(path).name:<28} {model.mip.n_vars:>8} {1000 * cands_s:>10.0f} {1000 * build_s:>8.0f} "
               f"{1000 * reprice_s:>8.0f} {1000 * pre_s:>9.0f} {1000 * solve_s:>8.0f} {1000 * plan_s:>8.0f} "
               f"{1000 * audit_s:>8.0f}")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -29,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.machine import header, load  # noqa: E402  (after the path is set)
 
 
 def run_sweep(args, workers: int) -> tuple[float, float, dict, str]:
@@ -76,7 +77,7 @@ def main() -> None:
     args = ap.parse_args()
     args.set = [s for s in args.set if s]
 
-    print(f"machine: {os.cpu_count()} CPUs, load average before {os.getloadavg()}")
+    print("\n".join(header()))
     runs = {}
     for rep in range(args.repeat):
         for w in args.workers:
@@ -84,7 +85,7 @@ def main() -> None:
             if w not in runs or wall < runs[w][0]:
                 runs[w] = (wall, d)
             print(f"workers={w} (run {rep + 1}): {wall:.1f} s wall ({wall / len(d['points']):.2f} s per point), "
-                  f"{cpu:.1f} CPU s; load average after {os.getloadavg()}", flush=True)
+                  f"{cpu:.1f} CPU s; load average after {load()}", flush=True)
             if rep == 0:
                 print(f"  command: {cmd}", flush=True)
     ref = runs[args.workers[0]][1]

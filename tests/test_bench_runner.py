@@ -29,4 +29,33 @@ def test_main_passes_weeks_to_the_child(monkeypatch, capsys):
 
     monkeypatch.setattr(bench_run.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or Done())
     bench_run.main(["--scales", "0.05", "--solvers", "highs", "--weeks", "4"])
-    assert seen and seen[0][seen[0].index("--weeks") + 1] == "4"
+    child = [cmd for cmd in seen if "--one" in cmd]  # not the report header's git calls
+    assert child and child[0][child[0].index("--weeks") + 1] == "4"
+
+
+def test_the_report_opens_with_the_load_commit_and_the_solvers_versions(monkeypatch, capsys):
+    # Every benchmark report says what its timings ran on. The versions it prints are those the solvers
+    # themselves report once imported (HiGHS through highspy, PuLP's own), not only the metadata it reads.
+    import highspy
+    import pulp
+
+    class Done:
+        stdout, stderr, returncode = "", "stop", 1
+
+    monkeypatch.setattr(bench_run.subprocess, "run", lambda cmd, **kw: Done())
+    bench_run.main(["--scales", "0.05", "--solvers", "highs"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("# ") and "CPUs, load average at start" in lines[1]
+    said = lines[2]
+    assert f"highspy {highspy.Highs().version()}" in said and f"PuLP {pulp.__version__}" in said
+    assert said.startswith("# commit ") and "python 3." in said
+
+
+def test_outside_a_checkout_the_commit_is_unknown(monkeypatch):
+    from bench import machine
+
+    def no_git(*args, **kw):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(machine.subprocess, "run", no_git)
+    assert machine.commit() == "unknown"
