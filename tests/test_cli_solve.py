@@ -55,6 +55,30 @@ def test_json_contract(tmp_path):
     assert d["audit"] == []  # every solve is audited; nothing found
 
 
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_the_plan_names_the_version_of_its_solver(tmp_path, solver):
+    # The version printed is the one the solver's own library reports once imported (highspy's Highs for
+    # HiGHS; PuLP's for the CBC it bundles), not only the metadata the report reads; in the JSON, the CSV
+    # summary and the table.
+    if solver == "highs":
+        import highspy
+
+        expected = f"highspy {highspy.Highs().version()}"
+    else:
+        import pulp
+
+        expected = f"PuLP {pulp.__version__}"
+    p = write(tmp_path, BASE)
+    d = json.loads(gpuopt("solve", str(p), "--solver", solver, "--format", "json").stdout)
+    assert d["solver"] == solver and d["solver_version"] == expected
+    r = gpuopt("solve", str(p), "--solver", solver, "--format", "csv", "-o", str(tmp_path / "csv"))
+    assert r.returncode == 0, r.stderr
+    summary = (tmp_path / "csv" / "summary.csv").read_text()
+    assert "solver_version" in summary.splitlines()[0] and expected in summary
+    table = gpuopt("solve", str(p), "--solver", solver).stdout
+    assert f"solver     {solver} ({expected})" in table
+
+
 def test_table_is_default(tmp_path):
     r = gpuopt("solve", str(write(tmp_path, BASE)))
     assert r.returncode == 0, r.stderr

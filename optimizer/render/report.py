@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..plan import Plan
+from ..solve.backends import version as solver_version
 
 
 def _num(x):
@@ -61,6 +62,7 @@ def plan_dict(plan: Plan) -> dict:
         "decomposition_bound": _num(r.decomposition_bound),
         "gap": _num(r.gap),
         "solver": r.solver,
+        "solver_version": solver_version(r.solver),
         "solve_seconds": round(r.solve_seconds, 4),
         "build_seconds": round(r.build_seconds, 4),
         "catalog_version": pr.catalog_version,
@@ -214,9 +216,10 @@ def to_table(plan: Plan, wide: bool = False) -> str:
             + (f", solved apart {_money(r.decomposition_bound, cur)}" if r.decomposition_bound is not None else "")
             + ")",
         ]
-    lines.append(f"solver     {r.solver}   build {r.build_seconds:.2f} s   solve {r.solve_seconds:.2f} s   "
-                 f"({plan.stats.get('variables', 0):,} variables, {plan.stats.get('integer_variables', 0):,} "
-                 f"integer, {plan.stats.get('constraints', 0):,} rows)")
+    lines.append(f"solver     {r.solver} ({solver_version(r.solver)})   build {r.build_seconds:.2f} s   "
+                 f"solve {r.solve_seconds:.2f} s")
+    lines.append(f"model      {plan.stats.get('variables', 0):,} variables, {plan.stats.get('integer_variables', 0):,} "
+                 f"integer, {plan.stats.get('constraints', 0):,} rows")
     if plan.audit == []:
         lines.append("audit      passed: every constraint and the cost recomputed from the plan's rows")
     elif plan.audit:
@@ -327,7 +330,8 @@ def write_csv(plan: Plan, out_dir: str | Path, force: bool = False) -> list[Path
     out.mkdir(parents=True, exist_ok=True)
     d = plan_dict(plan)
     summary = pd.DataFrame([{k: d[k] for k in ("problem", "status", "objective_kind", "objective", "total_cost",
-                                                  "npv", "currency", "bound", "gap", "solver", "solve_seconds",
+                                                  "npv", "currency", "bound", "gap", "solver", "solver_version",
+                                                  "solve_seconds",
                                                   "catalog_version")}])
     frames = {
         "commitments": plan.commitments, "inference": plan.inference, "routing": plan.routing,
