@@ -54,6 +54,9 @@ def test_raising_a_price_or_a_demand_never_lowers_the_cost(tmp_path):
     d = sweep_json(p, "--vary", "offerings[res].price_per_hour=30:110:3")
     objs = [pt["objective"] for pt in d["points"]]
     assert objs == sorted(objs) and objs[0] < objs[-1]
+    import highspy  # the version the sweep names is the one HiGHS reports
+
+    assert d["solver"] == "highs" and d["solver_version"] == f"highspy {highspy.Highs().version()}"
     d = sweep_json(p, "--vary-scale", "demand:0.5:3:3")
     objs = [pt["objective"] for pt in d["points"]]
     assert all(a <= b + 1e-6 for a, b in zip(objs, objs[1:])) and objs[0] < objs[-1]

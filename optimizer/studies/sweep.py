@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..executors import make_executor, share_cpus
-from ..solve.backends import DEFAULT_SOLVER
+from ..solve.backends import DEFAULT_SOLVER, version as solver_version
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
 
@@ -722,7 +722,8 @@ class Sweep:
         """The JSON of ``gpuopt sweep --format json``."""
         return {"problem": self.problem, "currency": self.currency, "objective_kind": self.objective_kind,
                 "dimensions": [d.as_dict() for d in self.dimensions], "set": list(self.sets),
-                "scale": list(self.scales), "solver": self.solver, "executor": self.executor,
+                "scale": list(self.scales), "solver": self.solver, "solver_version": solver_version(self.solver),
+                "executor": self.executor,
                 "workers": self.workers, "seconds": round(self.seconds, 3), "points": self.points,
                 "break_points": self.break_points}
 
