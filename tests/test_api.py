@@ -89,6 +89,16 @@ def test_a_problem_object_takes_no_overrides():
         solve(pr, catalog=["default"])
 
 
+def test_a_misspelt_solver_in_a_notebook_is_named_with_the_nearest_one(tmp_path):
+    # The command line checks --solver itself; from Python the name reaches the back ends, whose first lookup is
+    # the LP relaxation's. There too it is the caller's error (exit 2 on the command line), not a KeyError.
+    from optimizer.errors import InputError
+
+    with pytest.raises(InputError, match="unknown solver 'higs'") as err:
+        solve(write(tmp_path, TOY), solver="higs")
+    assert "did you mean 'highs'" in str(err.value) and "cbc, cp-sat, highs, scip" in str(err.value)
+
+
 def test_whatif_and_sweep_match_the_command_line(tmp_path):
     toy = write(tmp_path, TOY)
     w = whatif(toy, sets=["offerings[spot].price_per_hour=20"])

@@ -74,7 +74,7 @@ def version(solver: str) -> str:
     """
     from importlib import metadata
 
-    name = CARRIED_BY[solver.lower()]
+    name = CARRIED_BY[backend_key(solver)]
     try:
         return f"{name} {metadata.version(name)}"
     except metadata.PackageNotFoundError:
@@ -87,6 +87,18 @@ BACKENDS = {
     "cbc": _cbc,
     "cp-sat": _ortools("cp-sat"),
 }
+
+
+def backend_key(solver: str) -> str:
+    """The key of :data:`BACKENDS` for the back end named ``solver`` (in any case). An unknown name is the
+    caller's error, raised as such with the names allowed and the nearest one, wherever a back end is looked
+    up (a solve, an LP relaxation, a plan's solver version)."""
+    key = solver.lower()
+    if key not in BACKENDS:
+        from ...errors import unknown_name
+
+        raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
+    return key
 
 
 def solve(
@@ -149,11 +161,7 @@ def solve(
         bound, whose caller knows what bound it needs (a relaxation that
         may prove the caller's plan).
     """
-    key = solver.lower()
-    if key not in BACKENDS:
-        from ...errors import unknown_name
-
-        raise unknown_name("solver", solver, BACKENDS, field="--solver", value=solver)
+    key = backend_key(solver)
     _check_time_limit(time_limit)
     a = arrays if arrays is not None else mip.arrays()
     start_obj = None
@@ -261,7 +269,8 @@ def solve_relaxation(mip: MIP | None, a: Arrays, solver: str, time_limit: float 
     threads (bench ×1: 1.5× faster on two; docs/performance.md); the other
     back ends solve it as before, with their own thread setting.
     """
-    key = "highs" if solver == "cp-sat" else solver
+    key = backend_key(solver)
+    key = "highs" if key == "cp-sat" else key
     extra = {"lp_threads": threads} if key == "highs" and threads is not None and threads >= 2 else {}
     return BACKENDS[key](mip, time_limit=time_limit, gap=1e-9, threads=None, start=None, arrays=a.relaxed(),
                          **extra)
