@@ -245,7 +245,7 @@ def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit():
 
 def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough():
     # A relaxation solved beside the driver's search for its bound is stopped by a test of (best plan's cost,
-    # bound) at HiGHS's interrupt points (driver._Shared.settled). The same generated model as above: a test
+    # bound) at HiGHS's interrupt points (driver._for_the_plan). The same generated model as above: a test
     # that says "enough" once a plan is in hand stops the run there (a plan, `feasible`, said as the caller's
     # stop), and the test saw the bound never above the plan's cost and +inf before the first plan. A test that
     # never says so lets the search run to the optimum; both runs' bounds stay below it.

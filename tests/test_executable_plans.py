@@ -933,7 +933,6 @@ def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(
 
     from optimizer.solve import driver
     from optimizer.solve.feasibility import objective
-    from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
     monkeypatch.setattr(driver, "cpus", lambda: 2)
@@ -1662,6 +1661,7 @@ def test_a_leaf_solved_at_its_root_has_its_bound_as_root_bound(solve):
     # proved what the search did: leaf B 1,200 (searched first, no cutoff), leaf A 1,100; the least, 1,100.
     plan = solve(copy.deepcopy(FLIP), solver="highs")
     assert plan.result.root_bound == pytest.approx(1_100)
+
 
 def test_the_bound_that_proves_the_path_s_plan():
     # _Shared, worked by hand: the path holds a plan of cost 1,000 (c = (1, 2), x = (400, 300)); at a 1 % gap a

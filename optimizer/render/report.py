@@ -331,8 +331,7 @@ def write_csv(plan: Plan, out_dir: str | Path, force: bool = False) -> list[Path
     d = plan_dict(plan)
     summary = pd.DataFrame([{k: d[k] for k in ("problem", "status", "objective_kind", "objective", "total_cost",
                                                   "npv", "currency", "bound", "gap", "solver", "solver_version",
-                                                  "solve_seconds",
-                                                  "catalog_version")}])
+                                                  "solve_seconds", "catalog_version")}])
     frames = {
         "commitments": plan.commitments, "inference": plan.inference, "routing": plan.routing,
         "training": plan.training, "training_summary": plan.training_summary, "timetable": plan.timetable,
