@@ -71,6 +71,7 @@ def test_the_plan_names_the_version_of_its_solver(tmp_path, solver):
     p = write(tmp_path, BASE)
     d = json.loads(gpuopt("solve", str(p), "--solver", solver, "--format", "json").stdout)
     assert d["solver"] == solver and d["solver_version"] == expected
+    assert d["audit"] == []  # the plan behind it passes its audit
     r = gpuopt("solve", str(p), "--solver", solver, "--format", "csv", "-o", str(tmp_path / "csv"))
     assert r.returncode == 0, r.stderr
     summary = (tmp_path / "csv" / "summary.csv").read_text()
