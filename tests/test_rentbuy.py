@@ -254,6 +254,9 @@ def test_table_report(tmp_path, audited):
         assert heading in text
     assert "mix beats rent by 24,443 USD" in text  # 67,052.73 − 42,610.05
     assert "buy: no plan meets every constraint" in text
+    import highspy
+
+    assert f"solver     highs (highspy {highspy.Highs().version()})" in text.splitlines()[1]
 
 
 def test_only_the_asked_servers_and_fleet_rentals_are_compared(tmp_path):

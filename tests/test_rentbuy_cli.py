@@ -44,6 +44,10 @@ def test_json_contract(tmp_path, audited):
     for row in d["strategies"]:
         assert {"name", "status", "objective", "total_cost", "npv"} <= set(row)
     assert s["mix"]["objective"] == pytest.approx(MIX_NPV) and s["mix"]["npv"] == pytest.approx(MIX_NPV)
+    # the back end and its version, as the library itself reports it once imported
+    import highspy
+
+    assert d["solver"] == SOLVER and d["solver_version"] == f"highspy {highspy.Highs().version()}"
     be = d["break_even"][0]
     assert {"offering", "capex", "utilisation", "payback_months"} <= set(be)
     assert be["offering"] == "own" and be["capex"] == pytest.approx(58_484, rel=0.006)

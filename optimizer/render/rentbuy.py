@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .report import fit_table, wrap_long
+from ..solve.backends import version as solver_version
 from ..studies.rentbuy import (BREAK_EVEN_COLUMNS, ITEM_COLUMNS, MONTHLY_COLUMNS, SENSITIVITY_COLUMNS,
                                UTILISATION_COLUMNS, YEARLY_COLUMNS, RentBuy)
 
@@ -30,6 +31,9 @@ def summary_row(rb: RentBuy) -> dict:
             "horizon_months": pr.horizon_months, "mix_status": mix.status.value, "mix_objective": mix.objective,
             "mix_total_cost": mix.total_cost, "mix_npv": mix.npv,
             "best_strategy": best.iloc[0] if len(best) else None, "seconds": round(rb.seconds, 3),
+            # every solve of the analysis runs on the mix's back end: a timing or a plan cut short by a
+            # limit is traced to its version
+            "solver": mix.result.solver, "solver_version": solver_version(mix.result.solver),
             "catalog_version": pr.catalog_version}
 
 
@@ -119,7 +123,9 @@ def to_table(rb: RentBuy) -> str:
     rate = f"{100 * pr.discount_rate:g} %/yr"
     lines = [f"gpuopt rentbuy: {pr.name}   objective: "
              + (f"npv at {rate}" if pr.objective == "npv" else f"cost (NPV reported at {rate})")
-             + f"   horizon {pr.horizon_hours:,.0f} h ({pr.horizon_months:.1f} months)   {cur}"]
+             + f"   horizon {pr.horizon_hours:,.0f} h ({pr.horizon_months:.1f} months)   {cur}",
+             f"solver     {rb.mix.result.solver} ({solver_version(rb.mix.result.solver)})   "
+             f"analysis {rb.seconds:.1f} s"]
     for w in pr.warnings + (rb.mix.warnings if rb.mix.status.has_plan else []):
         lines.append(f"warning  {w}")
     s = rb.strategies
