@@ -29,7 +29,9 @@ plan (or, without a plan, the LP relaxation) uses most and the back end
 finds a first plan of that restriction. A model whose classes limited to
 one configuration are all too wide for the split does not solve the model
 without limits at all: the configuration relaxation
-(:func:`configuration_relaxation`) gives the bound and the configurations
+(:func:`configuration_relaxation`), started from the choice a descent over
+the configurations one class at a time reaches
+(:mod:`optimizer.solve.descent`), gives the bound and the configurations
 to fix instead. The back end's own search of the restriction improves it
 when the LP was cheap next to the limit, and each time that search proves
 its restriction's optimum within the time, the restriction is widened by
@@ -68,6 +70,7 @@ from ..executors import Inline, Lending, Threads, cpus, loan
 from ..model.presolve import Model
 from ..model.strengthen import config_floor
 from . import coarse, decompose
+from .descent import choose_configurations
 from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
                        solve_relaxation)
 from .feasibility import objective, violations
@@ -112,6 +115,11 @@ BOUND_BESIDE = True
 #: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
 #: with all; docs/performance.md, "Configuration floors")
 BESIDE_SHARE = 0.25
+#: on the configuration relaxation's path, the share of that relaxation's time that the descent over the
+#: configurations (:mod:`optimizer.solve.descent`) may take first; its point starts the relaxation, which gets the
+#: rest (q3 + default catalog at 60 s on a slow machine: the relaxation alone chose configurations whose plans
+#: cost 92,180 or more; docs/performance.md, "Configurations chosen one class at a time")
+DESCENT_SHARE = 0.5
 #: on the fixed-configuration path, the CPU of the floors' search goes on, once that search has had its share, with
 #: the configuration relaxation (:func:`configuration_relaxation`) until the time limit, for its bound, and with the
 #: parts solved apart below (:data:`CUTS_AFTER_FLOORS`) only if it is proven before (bench x0.25 at 90 s: standard
@@ -263,7 +271,7 @@ def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | N
 def configuration_relaxation(model: Model, a, solver: str, time_limit: float | None, gap: float,
                              threads: int | None, whole: Sequence[str] = ("config-used",),
                              stop: threading.Event | None = None, cutoff: float | None = None,
-                             enough=None) -> SolveResult:
+                             enough=None, start: np.ndarray | None = None) -> SolveResult:
     """The stable model with its configuration floors and every integrality but ``config-used``'s dropped
     (and that of the other variable blocks named in ``whole``).
 
@@ -292,7 +300,9 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
     CP-SAT takes no continuous column; HiGHS solves it for that back end,
     as it does the LP relaxation. ``stop``, ``cutoff`` and ``enough``: the
     back end's (a caller that solves it beside its own search stops it once
-    it has its answer, or once its bound has done what it can).
+    it has its answer, or once its bound has done what it can). ``start``: a
+    point of the relaxation to start from (the descent's,
+    :mod:`optimizer.solve.descent`).
     """
     mip = model.mip
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
@@ -303,7 +313,7 @@ def configuration_relaxation(model: Model, a, solver: str, time_limit: float | N
             integer[ids] = floors.integer[ids]
     return backend_solve(mip, solver="highs" if solver == "cp-sat" else solver, time_limit=time_limit, gap=gap,
                          threads=threads, arrays=dataclasses.replace(floors, integer=integer), stop=stop,
-                         cutoff=cutoff, enough=enough)
+                         cutoff=cutoff, enough=enough, start=start)
 
 
 def without_limits(mip, a):
@@ -685,7 +695,20 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # configurations are fixed and searched, and the best bound is taken at the end
         shared = _Shared()  # the path's best plan, which the relaxations beside may prove
         held = _relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
-        first = configuration_relaxation(model, a, solver, share, gap, threads)
+        # the relaxation's branch and bound over the choices finds good ones slowly: a descent over them, one
+        # class at a time, hands it a good point to start from
+        descent = (None if guide is None or not DESCENT_SHARE else
+                   choose_configurations(model, a, _most_used(model, guide, extra=0),
+                                         configuration_use(model, guide)["use"].to_numpy(), DESCENT_SHARE * share))
+        first = configuration_relaxation(model, a, solver,
+                                         share if descent is None else max(1.0, share - descent.seconds), gap,
+                                         threads, start=None if descent is None else descent.x)
+        said = []
+        if descent is not None:
+            first.solve_seconds += descent.seconds
+            said.append(f"the configuration relaxation started from the descent over the configurations "
+                        f"({descent.value:,.2f} after {descent.lps} LPs and {descent.changes} "
+                        f"change{'' if descent.changes == 1 else 's'}, {descent.seconds:.1f} s)")
         if first.status == Status.INFEASIBLE:
             if held is not None:
                 held.result()
@@ -693,12 +716,14 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                              "configurations (the configuration relaxation is infeasible)")
             return first
         left = max(1.0, time_limit - (time.perf_counter() - t0))
-        has = first.status.has_plan
-        result = _fixed_configurations(model, a, first.x if has else guide, solver, left, gap, threads,
-                                       first.bound, first.solve_seconds,
-                                       source="the configuration relaxation" if has else "the LP relaxation",
+        # the point that chooses the configurations to fix: the relaxation's, else the descent's, else the LP's
+        x, source = ((first.x, "the configuration relaxation") if first.status.has_plan else
+                     (descent.x, "the descent over the configurations") if descent is not None else
+                     (guide, "the LP relaxation"))
+        result = _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
+                                       source=source,
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=held, duals=duals, shared=shared)
+                                       busy=held, duals=duals, shared=shared, said=said)
         if held is not None:
             # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
             _held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
@@ -1442,7 +1467,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
                           root: float | None = None, busy: _Beside | None = None,
                           relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None,
-                          shared: _Shared | None = None) -> SolveResult:
+                          shared: _Shared | None = None, said: Sequence[str] = ()) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -1500,7 +1525,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     def open_gap(obj: float | None) -> bool:
         return not within_gap(obj, bound, gap)
 
-    steps = []
+    steps = list(said)  # what the caller did before, named first in the message
     seconds = spent
     beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
     # the best plan so far, for the searches beside; and ``answered``, set when one of them has proven it (or the

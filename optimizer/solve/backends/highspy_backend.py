@@ -513,8 +513,8 @@ class WarmRelaxation:
                 and b.rows is a.rows and b.cols is a.cols and b.c is a.c and b.c0 == a.c0)
 
     def solve(self, b: Arrays) -> SolveResult | None:
-        """The LP relaxation of ``b``: ``optimal`` with its objective, or ``infeasible``; None for any other
-        outcome (the caller solves it from scratch instead)."""
+        """The LP relaxation of ``b``: ``optimal`` with its objective and point, or ``infeasible``; None for any
+        other outcome (the caller solves it from scratch instead)."""
         t0 = time.perf_counter()
         h, hs = self._h, self._highspy
         if not self._same_program(b):
@@ -538,7 +538,8 @@ class WarmRelaxation:
         if status == S.kOptimal:
             value = float(h.getInfo().objective_function_value)
             return SolveResult(Status.OPTIMAL, "highs", objective=value, bound=value, gap=0.0,
-                               solve_seconds=seconds, message="optimal")
+                               x=np.asarray(h.getSolution().col_value, dtype=float), solve_seconds=seconds,
+                               message="optimal")
         if status == S.kInfeasible:
             return SolveResult(Status.INFEASIBLE, "highs", message="infeasible", solve_seconds=seconds)
         return None

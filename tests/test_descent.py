@@ -1,0 +1,102 @@
+"""The descent over the configurations (optimizer/solve/descent.py), on FLIP3 worked by hand.
+
+FLIP3 (tests/test_executable_plans.py): chat needs 1 rps in p1 and 10 in
+p2, 100 h each, limited to one configuration: A (one L4 at 1 rps, 1 an
+hour), B (an 8-GPU H100 node at 10 rps, 6 an hour) or C (one A100 at 2 rps,
+2.4 an hour). With the configuration fixed and the floors (whole replicas
+per period), each choice's LP is what its plan costs: A 100 + 1,000 =
+1,100; B 600 + 600 = 1,200; C 240 + 5 × 240 = 1,440.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import write_problem
+from optimizer.candidates import build_candidates
+from optimizer.load import load_problem
+from optimizer.model import presolve
+from optimizer.solve import driver, split
+from optimizer.solve.backends import Status
+from optimizer.solve.descent import choose_configurations
+from optimizer.solve.feasibility import violations
+
+from test_executable_plans import FLIP3, assert_plan_audited
+
+
+def model_of(tmp_path, data):
+    pr = load_problem(write_problem(tmp_path, data))
+    return presolve.build(pr, build_candidates(pr))
+
+
+def configs(model):
+    return model.mip.variables["config-used"].coords.reset_index(drop=True)
+
+
+def chosen(model, prefix):
+    """The choice of the configurations whose GPU name starts with ``prefix``, one per service."""
+    return configs(model)["config"].str.startswith(prefix).to_numpy()
+
+
+@pytest.mark.parametrize("start", ["H100", "A100", "L4"])
+def test_each_start_descends_to_the_cheapest_choice(tmp_path, start):
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, start), np.zeros(3), None)
+    assert d.value == pytest.approx(1_100) and d.local
+    assert configs(model)["config"][d.keep].str.startswith("L4").all() and d.keep.sum() == 1
+    # the start's LP, then the class's two other configurations once: its answer is final, no other class
+    assert d.lps == 3 and d.changes == (0 if start == "L4" else 1)
+
+
+def test_its_point_is_a_point_of_the_configuration_relaxation_which_starts_from_it(tmp_path):
+    from optimizer.model.strengthen import config_floor
+
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    a = model.mip.arrays()
+    d = choose_configurations(model, a, chosen(model, "H100"), np.zeros(3), None)
+    floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
+    ids = model.mip.variables["config-used"].ids
+    integer = np.zeros_like(floors.integer)
+    integer[ids] = True
+    assert violations(dataclasses.replace(floors, integer=integer), d.x) == []
+    relaxed = driver.configuration_relaxation(model, a, "highs", 30.0, 1e-9, None, start=d.x)
+    assert relaxed.status == Status.OPTIMAL and relaxed.objective == pytest.approx(1_100)
+
+
+def test_out_of_time_it_keeps_the_start(tmp_path):
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), np.zeros(3), 0.0)
+    assert not d.local and d.changes == 0 and d.lps == 1 and d.value == pytest.approx(1_200)
+
+
+def test_a_class_is_tried_again_only_after_another_changed(tmp_path):
+    # FLIP3's chat twice (chat and chat2, the same offerings): started both on B, the least used class first
+    # (chat2, by the use given) moves to A (1 + 2 LPs), then chat (2 LPs), after which chat2 is tried again
+    # (2 LPs) and nothing changes: 7 LPs, 2 changes, both on A, 2,200
+    data = copy.deepcopy(FLIP3)
+    twin = copy.deepcopy(data["inference"][0])
+    twin["name"] = "chat2"
+    data["inference"].append(twin)
+    model = model_of(tmp_path, data)
+    cs = configs(model)
+    use = np.where(cs["service"].eq("chat"), 2.0, 1.0)
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), use, None)
+    assert d.value == pytest.approx(2_200) and d.local and d.changes == 2 and d.lps == 7
+    assert sorted(cs["service"][d.keep]) == ["chat", "chat2"]
+    assert cs["config"][d.keep].str.startswith("L4").all()
+
+
+def test_the_driver_starts_the_relaxation_from_the_descent_and_says_so(tmp_path, monkeypatch):
+    # the path of a model no split can take: the descent, then the relaxation from its point; the plan on A,
+    # 1,100, proven by the relaxation's bound
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    monkeypatch.setattr(split, "MAX_SPLIT", 1)
+    lp = driver.relaxation(model, "highs")
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+    assert "started from the descent over the configurations (1,100.00 after" in r.message
