@@ -342,5 +342,5 @@ def test_a_model_whose_lp_leaves_the_guide_too_little_time_takes_the_heuristics_
     r = driver.solve(model, time_limit=30.0, gap=1e-9)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)
-    assert "configurations fixed to those the LP relaxation uses most" in r.message
+    assert "configurations fixed to those the descent over the configurations uses most" in r.message
     assert 21_500 + 1.0 < r.decomposition_bound <= 26_000 * (1 + 1e-9)

@@ -100,3 +100,19 @@ def test_the_driver_starts_the_relaxation_from_the_descent_and_says_so(tmp_path,
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert "started from the descent over the configurations (1,100.00 after" in r.message
+
+
+def test_on_the_heuristics_path_the_descent_chooses_what_is_fixed(tmp_path, monkeypatch):
+    # a model whose LP took too long for any stage: the configurations fixed are the descent's (A, 1,100 as
+    # its plan), started from those the LP relaxation uses most; without the descent, the LP's own
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    monkeypatch.setattr(driver, "heuristics_only", lambda *a, **k: True)
+    lp = driver.relaxation(model, "highs")
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.objective == pytest.approx(1_100)
+    assert r.message.count("the descent over the configurations (1,100.00 after") == 1
+    assert "configurations fixed to those the descent over the configurations uses most" in r.message
+    monkeypatch.setattr(driver, "HEURISTICS_DESCENT_SHARE", 0.0)
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert "descent" not in r.message and "configurations fixed to those the LP relaxation uses most" in r.message

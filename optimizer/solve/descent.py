@@ -27,7 +27,11 @@ it.
 Its point is a point of the configuration relaxation (every row and the
 floors met, ``config-used`` whole), so it is handed to that relaxation as
 its start: the relaxation's point is then never dearer than the descent's,
-and its search goes on from there for its bound and a better choice.
+and its search goes on from there for its bound and a better choice. On
+the heuristics' path (a model whose LP took too long for any stage) no
+relaxation follows: the descent's choice is the one fixed, in place of
+the configurations the LP relaxation uses most (bench ×0.25 at 90 s: 2 %
+cheaper plans).
 """
 
 from __future__ import annotations

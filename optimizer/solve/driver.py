@@ -120,6 +120,11 @@ BESIDE_SHARE = 0.25
 #: rest (q3 + default catalog at 60 s on a slow machine: the relaxation alone chose configurations whose plans
 #: cost 92,180 or more; docs/performance.md, "Configurations chosen one class at a time")
 DESCENT_SHARE = 0.5
+#: on the heuristics' path (:func:`heuristics_only`), the share of the time limit that the descent over the
+#: configurations may take before the configurations it chose are fixed (in place of those the LP relaxation uses
+#: most); bench x0.25 at 90 s on a slow machine: standard 2,840,825 -> 2,785,209, training-heavy 3,896,235 ->
+#: 3,822,047 (docs/performance.md, "Configurations chosen one class at a time")
+HEURISTICS_DESCENT_SHARE = 0.25
 #: on the fixed-configuration path, the CPU of the floors' search goes on, once that search has had its share, with
 #: the configuration relaxation (:func:`configuration_relaxation`) until the time limit, for its bound, and with the
 #: parts solved apart below (:data:`CUTS_AFTER_FLOORS`) only if it is proven before (bench x0.25 at 90 s: standard
@@ -668,7 +673,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     stands in for it (``relaxed``), stage 1 is skipped: a MIP of the same
     size cannot be solved in its share, and its bound adds little to the
     LP's (bench ×1: 0.45 % in 24 s). So too, for a model the split could
-    take, past :data:`GUIDE_MAX_LP_SHARE` (:func:`heuristics_only`).
+    take, past :data:`GUIDE_MAX_LP_SHARE` (:func:`heuristics_only`). Then
+    the configurations fixed are those the descent over the configurations
+    (:mod:`optimizer.solve.descent`), from those the LP relaxation uses
+    most, reaches in :data:`HEURISTICS_DESCENT_SHARE` of the limit.
 
     On q3 the plan without limits puts the chat service on three
     configurations; the split proves the stable optimum in about 95 s where
@@ -678,8 +686,19 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     mip = model.mip
     a = mip.arrays()
     if heuristics_only(model, time_limit, lp_seconds, relaxed):
-        return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
-                                     source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
+        # no stage before the heuristics: the configurations to fix come from the descent from the LP's choice,
+        # in a share of the limit, where the LP relaxation itself guides (the monthly model's point is a point of
+        # another model)
+        descent = (choose_configurations(model, a, _most_used(model, guide, extra=0),
+                                         configuration_use(model, guide)["use"].to_numpy(),
+                                         HEURISTICS_DESCENT_SHARE * time_limit)
+                   if HEURISTICS_DESCENT_SHARE and relaxed is Relaxation.LP and guide is not None else None)
+        if descent is None:
+            return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
+                                         source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
+        return _fixed_configurations(model, a, descent.x, solver, max(1.0, time_limit - descent.seconds), gap,
+                                     threads, None, descent.seconds, source="the descent over the configurations",
+                                     lp_x=guide, executor=executor, relaxed=relaxed, said=[_descent_said(descent)])
     if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation, whose floors hold for the classes limited to one
@@ -706,9 +725,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         said = []
         if descent is not None:
             first.solve_seconds += descent.seconds
-            said.append(f"the configuration relaxation started from the descent over the configurations "
-                        f"({descent.value:,.2f} after {descent.lps} LPs and {descent.changes} "
-                        f"change{'' if descent.changes == 1 else 's'}, {descent.seconds:.1f} s)")
+            said.append(f"the configuration relaxation started from {_descent_said(descent)}")
         if first.status == Status.INFEASIBLE:
             if held is not None:
                 held.result()
@@ -843,6 +860,13 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         whole.status = Status.OPTIMAL
         whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
+
+
+def _descent_said(descent) -> str:
+    """How a message names the descent over the configurations and what it reached."""
+    return (f"the descent over the configurations ({descent.value:,.2f} after {descent.lps} LPs and "
+            f"{descent.changes} change{'' if descent.changes == 1 else 's'}, {descent.seconds:.1f} s"
+            f"{'' if descent.local else ', stopped on its share of the time'})")
 
 
 def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
