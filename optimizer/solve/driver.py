@@ -698,7 +698,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                          source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
         return _fixed_configurations(model, a, descent.x, solver, max(1.0, time_limit - descent.seconds), gap,
                                      threads, None, descent.seconds, source="the descent over the configurations",
-                                     lp_x=guide, executor=executor, relaxed=relaxed, said=[_descent_said(descent)])
+                                     lp_x=guide, executor=executor, relaxed=relaxed, said=[_descent_said(descent)],
+                                     bound_of=relaxed.value)
     if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
         # fix, and the configuration relaxation, whose floors hold for the classes limited to one
@@ -740,7 +741,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         result = _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                        source=source,
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=held, duals=duals, shared=shared, said=said)
+                                       busy=held, duals=duals, shared=shared, said=said,
+                                       bound_of="the configuration relaxation")
         if held is not None:
             # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
             _held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
@@ -1491,7 +1493,8 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                           lp_x: np.ndarray | None = None, executor=None, search: bool = False,
                           root: float | None = None, busy: _Beside | None = None,
                           relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None,
-                          shared: _Shared | None = None, said: Sequence[str] = ()) -> SolveResult:
+                          shared: _Shared | None = None, said: Sequence[str] = (),
+                          bound_of: str | None = None) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -1538,6 +1541,11 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     nothing for the stable model. The root bound reported is the better of
     ``root`` (the model without limits' root) and the whole stable model's
     root, never the restriction's.
+
+    ``said``: what the caller did before (the descent over the
+    configurations), named first in the message; ``bound_of``: whose bound
+    ``bound`` is, when not that of ``source`` (a descent chooses the
+    configurations but proves nothing).
     """
     mip = model.mip
     search = search and x is not None  # without a point nothing is fixed: the final search is that search
@@ -1652,8 +1660,11 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     proof = bound  # the whole stable model's own bound is a proof too
     roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
     # the caller raised ``bound`` to the LP relaxation's where that was higher; named once where they are one
-    proof_from = f"that of {relaxed.bound_name if source == relaxed.value else source}"
-    if source != relaxed.value:
+    # whose bound ``bound`` is: the point's own (``source``) unless the caller names another (a descent chooses
+    # but proves nothing)
+    named = source if bound_of is None else bound_of
+    proof_from = f"that of {relaxed.bound_name if named == relaxed.value else named}"
+    if named != relaxed.value:
         proof_from += (", or the LP relaxation's" if relaxed is Relaxation.LP
                        else f", or that of {relaxed.bound_name}")
     # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
