@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,39 @@ def solve(tmp_path):
         return solve_data(tmp_path, data, **kw)
 
     return _solve
+
+
+@pytest.fixture(scope="session")
+def optimum(tmp_path_factory, worker_id):
+    """The proven optimum of a built model (HiGHS to a relative gap of 1e-9), computed once per test run.
+
+    Several tests check a bound against the optimum of the same generated
+    model (seed 1 takes 12 s of HiGHS on a slow machine). It is kept in a
+    file named by a digest of the model's arrays, in a folder the run's
+    workers share (pytest-xdist) and no other run sees: a model that
+    changes in any coefficient or bound is solved anew.
+    """
+    from optimizer.solve.backends import Status, solve as backend_solve
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # the run's own folder, above each worker's
+    folder = shared / "optima"
+    folder.mkdir(exist_ok=True)
+
+    def _optimum(model) -> float:
+        a = model.mip.arrays()
+        digest = hashlib.sha256()
+        for part in (a.c, a.rows, a.cols, a.vals, a.col_lo, a.col_hi, a.row_lo, a.row_hi, a.integer):
+            digest.update(part.tobytes())
+        digest.update(repr(a.c0).encode())
+        path = folder / f"{digest.hexdigest()}.json"
+        if path.exists():
+            return json.loads(path.read_text())
+        whole = backend_solve(model.mip, "highs", gap=1e-9)
+        assert whole.status == Status.OPTIMAL
+        part = path.with_suffix(f".{os.getpid()}")  # written whole, then renamed: a reader never sees half
+        part.write_text(json.dumps(whole.objective))
+        os.replace(part, path)
+        return whole.objective
+
+    return _optimum

@@ -174,10 +174,18 @@ def test_solvers_via_cli(tmp_path, solver):
 # --- bad input: exit 2, a message naming file, field and value; never a traceback -----
 
 def _bad(tmp_path, text: str) -> subprocess.CompletedProcess:
+    """``gpuopt solve`` on a bad file, in process (click's runner: the same command, its exit code and its stderr;
+    a process per case cost 1.2-1.6 s of start-up each). The real entry point is tested by test_missing_file
+    and the tests above."""
+    from click.testing import CliRunner
+
+    from optimizer.cli import main
+
     p = tmp_path / "bad.yaml"
     p.write_text(text)
-    r = gpuopt("solve", str(p))
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    ran = CliRunner().invoke(main, ["solve", str(p)])
+    r = subprocess.CompletedProcess(["gpuopt", "solve", str(p)], ran.exit_code, ran.stdout, ran.stderr)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr, ran.exception)
     assert "Traceback" not in r.stderr and "bad.yaml" in r.stderr
     return r
 

@@ -86,14 +86,12 @@ def test_without_integrality_the_cut_at_the_lp_duals_is_the_lp(seed):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_bound_lies_between_the_lp_and_the_optimum(seed):
+def test_the_bound_lies_between_the_lp_and_the_optimum(seed, optimum):
     model = generated(seed)
     lp, duals = decompose.lp_duals(model)
-    whole = backend_solve(model.mip, "highs", gap=1e-9)
-    assert whole.status == Status.OPTIMAL
     res = decompose.lagrangian_bound(model, duals, by="component")
     assert res.kind == "component" and res.complete
-    assert lp - 1e-6 * abs(lp) <= res.bound <= whole.objective * (1 + 1e-7)
+    assert lp - 1e-6 * abs(lp) <= res.bound <= optimum(model) * (1 + 1e-7)
 
 
 def test_one_service_rises_to_the_optimum_where_the_periods_do_not(tmp_path):
@@ -128,7 +126,7 @@ def test_the_reservation_example_is_one_component_at_its_optimum(tmp_path):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_prices_read_off_the_monthly_model_bound_the_weekly_optimum(seed):
+def test_prices_read_off_the_monthly_model_bound_the_weekly_optimum(seed, optimum):
     # any multipliers of the right sign prove: those read off the monthly LP's duals (coarse.row_duals)
     model = generated(seed)
     monthly = coarse.solve(model, "highs", None, None)
@@ -136,9 +134,8 @@ def test_prices_read_off_the_monthly_model_bound_the_weekly_optimum(seed):
     assert priced is not None and priced.kind == "component" and priced.lp_values is None
     y = coarse.row_duals(model, monthly)
     assert y.shape == (model.mip.n_rows,) and np.count_nonzero(y)
-    whole = backend_solve(model.mip, "highs", gap=1e-9)
     bound = decompose.start(model, None, Inline(), priced=priced).collect().bound
-    assert bound <= whole.objective * (1 + 1e-7)
+    assert bound <= optimum(model) * (1 + 1e-7)
     # and a part not finished in time solves its LP when the bound is collected (no LP optima were given)
     class Never:
         workers = 1
@@ -173,7 +170,7 @@ def test_a_model_gets_its_share_of_what_is_left_to_its_worker(monkeypatch):
     assert seen == [pytest.approx(0.9), pytest.approx(10.0)]
 
 
-def test_the_cuts_share_one_queue_and_the_components_go_first():
+def test_the_cuts_share_one_queue_and_the_components_go_first(optimum):
     class Record:
         workers = 1
 
@@ -197,8 +194,7 @@ def test_the_cuts_share_one_queue_and_the_components_go_first():
     assert [t.later for t in ex.tasks] == list(range(n - 1, -1, -1))  # one queue: each counts all behind it
     assert len({t.deadline for t in ex.tasks}) == 1
     bounds = [p.collect().bound for p in pendings]
-    whole = backend_solve(model.mip, "highs", gap=1e-9)
-    assert all(b <= whole.objective * (1 + 1e-7) for b in bounds)
+    assert all(b <= optimum(model) * (1 + 1e-7) for b in bounds)
 
 
 def test_dask_and_serial_give_the_same_component_bound():

@@ -152,8 +152,8 @@ def test_the_lp_neighbourhood_keeps_training_where_the_lp_places_it(tmp_path):
 def test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages(tmp_path, monkeypatch):
     # Under a time limit, when the LP relaxation alone took more than STAGES_MAX_LP_SHARE of it, the
     # driver does not solve the model without stability limits (a MIP of the same size): it fixes the
-    # configurations the LP uses most and searches from there. FLIP's optimum is still reached (1,100),
-    # proven by the whole stable model at the end.
+    # configurations the descent from the LP's most used chooses, and searches from there. FLIP's optimum is
+    # still reached (1,100), proven by the whole stable model at the end.
     from optimizer.solve import driver
 
     model = flip_model(tmp_path)
@@ -167,9 +167,9 @@ def test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages(tmp_
 
     monkeypatch.setattr(driver, "_fixed_configurations", spy)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=10.0)  # 10 s of 40
-    assert calls == ["the LP relaxation"]
+    assert calls == ["the descent over the configurations"]
     assert r.objective == pytest.approx(1_100) and r.bound == pytest.approx(1_100, rel=1e-6)
-    assert "configurations fixed to those the LP relaxation uses most" in r.message
+    assert "configurations fixed to those the descent over the configurations uses most" in r.message
     calls.clear()
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert calls == [] and r.objective == pytest.approx(1_100)  # the stages: split on the configuration
