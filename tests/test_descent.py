@@ -37,6 +37,12 @@ def configs(model):
     return model.mip.variables["config-used"].coords.reset_index(drop=True)
 
 
+def use_of(model, traffic=0.0):
+    """The traffic of each configuration (as optimizer.solve.split.configuration_use gives it), every class
+    limited to one configuration."""
+    return configs(model).assign(use=traffic, max_configurations=1)
+
+
 def chosen(model, prefix):
     """The choice of the configurations whose GPU name starts with ``prefix``, one per service."""
     return configs(model)["config"].str.startswith(prefix).to_numpy()
@@ -45,7 +51,7 @@ def chosen(model, prefix):
 @pytest.mark.parametrize("start", ["H100", "A100", "L4"])
 def test_each_start_descends_to_the_cheapest_choice(tmp_path, start):
     model = model_of(tmp_path, copy.deepcopy(FLIP3))
-    d = choose_configurations(model, model.mip.arrays(), chosen(model, start), np.zeros(3), None)
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, start), use_of(model), None)
     assert d.value == pytest.approx(1_100) and d.local
     assert configs(model)["config"][d.keep].str.startswith("L4").all() and d.keep.sum() == 1
     # the start's LP, then the class's two other configurations once: its answer is final, no other class
@@ -57,7 +63,7 @@ def test_its_point_is_a_point_of_the_configuration_relaxation_which_starts_from_
 
     model = model_of(tmp_path, copy.deepcopy(FLIP3))
     a = model.mip.arrays()
-    d = choose_configurations(model, a, chosen(model, "H100"), np.zeros(3), None)
+    d = choose_configurations(model, a, chosen(model, "H100"), use_of(model), None)
     floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
     ids = model.mip.variables["config-used"].ids
     integer = np.zeros_like(floors.integer)
@@ -69,7 +75,7 @@ def test_its_point_is_a_point_of_the_configuration_relaxation_which_starts_from_
 
 def test_out_of_time_it_keeps_the_start(tmp_path):
     model = model_of(tmp_path, copy.deepcopy(FLIP3))
-    d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), np.zeros(3), 0.0)
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), use_of(model), 0.0)
     assert not d.local and d.changes == 0 and d.lps == 1 and d.value == pytest.approx(1_200)
 
 
@@ -83,7 +89,7 @@ def test_a_class_is_tried_again_only_after_another_changed(tmp_path):
     data["inference"].append(twin)
     model = model_of(tmp_path, data)
     cs = configs(model)
-    use = np.where(cs["service"].eq("chat"), 2.0, 1.0)
+    use = use_of(model, np.where(cs["service"].eq("chat"), 2.0, 1.0))
     d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), use, None)
     assert d.value == pytest.approx(2_200) and d.local and d.changes == 2 and d.lps == 7
     assert sorted(cs["service"][d.keep]) == ["chat", "chat2"]

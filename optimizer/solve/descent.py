@@ -40,11 +40,15 @@ import dataclasses
 import time
 
 import numpy as np
+import pandas as pd
 
 from ..model.presolve import Model
 from ..model.strengthen import config_floor
 from .backends import solve_relaxation, warm_relaxations
 from .result import Status
+
+#: how messages name the descent
+NAME = "the descent over the configurations"
 
 
 @dataclasses.dataclass
@@ -68,16 +72,18 @@ class Descent:
     seconds: float
 
 
-def choose_configurations(model: Model, a, keep: np.ndarray, use: np.ndarray,
+def choose_configurations(model: Model, a, keep: np.ndarray, use: pd.DataFrame,
                           time_limit: float | None) -> Descent | None:
     """The descent from the choice ``keep`` (per ``config-used`` variable of ``model``, chosen or not), on the
     arrays ``a``, for at most ``time_limit`` seconds (None: until no class changes).
 
-    Classes limited to one configuration are searched, those with the least
-    traffic in ``use`` (per ``config-used`` variable, the traffic of the
-    point that chose ``keep``) first, so that the largest answers last,
-    to the others' choices made; any other class is held to the
-    configurations ``keep`` gives it. A class is tried again only after
+    ``use``: the traffic each configuration carries in the point that chose
+    ``keep``, as :func:`optimizer.solve.split.configuration_use` gives it
+    (per ``config-used`` variable, in its order: ``service``, ``bucket``,
+    ``use``, ``max_configurations``). Classes limited to one configuration
+    are searched, those with the least traffic first, so that the largest
+    answers last, to the others' choices made; any other class is held to
+    the configurations ``keep`` gives it. A class is tried again only after
     another has changed since its last try. Returns None when the start's LP
     has no optimum (then there is nothing to descend from; the caller's
     relaxation runs without a start).
@@ -85,9 +91,6 @@ def choose_configurations(model: Model, a, keep: np.ndarray, use: np.ndarray,
     t0 = time.perf_counter()
     mip = model.mip
     ids = mip.variables["config-used"].ids
-    coords = mip.variables["config-used"].coords.reset_index(drop=True)
-    limits = coords.merge(model.data.stability[["service", "max_configurations"]], on="service", how="left")
-    single = limits["max_configurations"].eq(1).to_numpy()
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
     lps = warm_relaxations()
     count = 0
@@ -110,15 +113,16 @@ def choose_configurations(model: Model, a, keep: np.ndarray, use: np.ndarray,
     best, x = value(keep)
     if x is None:
         return None
-    use = np.asarray(use, float)
-    classes = sorted((rows for rows in coords.groupby(["service", "bucket"], sort=False).indices.values()
-                      if single[rows].all() and len(rows) > 1), key=lambda rows: use[rows].sum())
-    # the last change, as the count of class tries when it was made, and when each class was last tried: a class
-    # whose last try came after every change has its best answer already
-    changed, tried, tries, changes = 0, {}, 0, 0
-    while True:
+    single = use["max_configurations"].eq(1).to_numpy()
+    traffic = use["use"].to_numpy(dtype=float)
+    classes = sorted((rows for rows in use.groupby(["service", "bucket"], sort=False).indices.values()
+                      if single[rows].all() and len(rows) > 1), key=lambda rows: traffic[rows].sum())
+    # the classes whose best answer to the others' current choices is known: each one tried since the last change
+    settled: set[int] = set()
+    changes = 0
+    while len(settled) < len(classes):
         for i, rows in enumerate(classes):
-            if i in tried and tried[i] >= changed:
+            if i in settled:
                 continue
             # the class's best answer to the others' choices: every configuration of it tried, the cheapest
             # kept (the first cheaper one, taken at once, made the descent end where the order of the classes
@@ -135,13 +139,11 @@ def choose_configurations(model: Model, a, keep: np.ndarray, use: np.ndarray,
                 v, y = value(trial)
                 if answer is None or v < answer[0]:
                     answer = (v, y, trial)
-            tries += 1
-            tried[i] = tries
+            settled.add(i)
             # a change must gain more than the LP's own tolerance: two choices of the same value would
             # otherwise swap back and forth
             if answer is not None and answer[0] < best - 1e-7 * max(1.0, abs(best)):
                 best, x, keep = answer
                 changes += 1
-                changed = tries
-        if all(i in tried and tried[i] >= changed for i in range(len(classes))):
-            return Descent(x, best, keep, count, changes, True, time.perf_counter() - t0)
+                settled = {i}  # every other class answers again, to the new choice
+    return Descent(x, best, keep, count, changes, True, time.perf_counter() - t0)

@@ -70,7 +70,7 @@ from ..executors import Inline, Lending, Threads, cpus, loan
 from ..model.presolve import Model
 from ..model.strengthen import config_floor
 from . import coarse, decompose
-from .descent import choose_configurations
+from .descent import NAME as DESCENT, Descent, choose_configurations
 from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
                        solve_relaxation)
 from .feasibility import objective, violations
@@ -689,15 +689,13 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # no stage before the heuristics: the configurations to fix come from the descent from the LP's choice,
         # in a share of the limit, where the LP relaxation itself guides (the monthly model's point is a point of
         # another model)
-        descent = (choose_configurations(model, a, _most_used(model, guide, extra=0),
-                                         configuration_use(model, guide)["use"].to_numpy(),
-                                         HEURISTICS_DESCENT_SHARE * time_limit)
-                   if HEURISTICS_DESCENT_SHARE and relaxed is Relaxation.LP and guide is not None else None)
+        descent = _descent(model, a, guide, HEURISTICS_DESCENT_SHARE * time_limit) \
+            if relaxed is Relaxation.LP else None
         if descent is None:
             return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
                                          source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
         return _fixed_configurations(model, a, descent.x, solver, max(1.0, time_limit - descent.seconds), gap,
-                                     threads, None, descent.seconds, source="the descent over the configurations",
+                                     threads, None, descent.seconds, source=DESCENT,
                                      lp_x=guide, executor=executor, relaxed=relaxed, said=[_descent_said(descent)],
                                      bound_of=relaxed.value)
     if time_limit is not None and too_wide_to_split(model):
@@ -717,9 +715,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         held = _relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
         # the relaxation's branch and bound over the choices finds good ones slowly: a descent over them, one
         # class at a time, hands it a good point to start from
-        descent = (None if guide is None or not DESCENT_SHARE else
-                   choose_configurations(model, a, _most_used(model, guide, extra=0),
-                                         configuration_use(model, guide)["use"].to_numpy(), DESCENT_SHARE * share))
+        descent = _descent(model, a, guide, DESCENT_SHARE * share)
         first = configuration_relaxation(model, a, solver,
                                          share if descent is None else max(1.0, share - descent.seconds), gap,
                                          threads, start=None if descent is None else descent.x)
@@ -736,7 +732,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         # the point that chooses the configurations to fix: the relaxation's, else the descent's, else the LP's
         x, source = ((first.x, "the configuration relaxation") if first.status.has_plan else
-                     (descent.x, "the descent over the configurations") if descent is not None else
+                     (descent.x, DESCENT) if descent is not None else
                      (guide, "the LP relaxation"))
         result = _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                        source=source,
@@ -864,9 +860,18 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     return whole
 
 
-def _descent_said(descent) -> str:
+def _descent(model: Model, a, guide: np.ndarray | None, seconds: float) -> Descent | None:
+    """The descent over the configurations (:mod:`optimizer.solve.descent`) from those the point ``guide`` uses
+    most, for ``seconds``; None without a point or a share of time (``seconds`` 0), or when the start has no LP."""
+    if guide is None or not seconds:
+        return None
+    return choose_configurations(model, a, _most_used(model, guide, extra=0), configuration_use(model, guide),
+                                 seconds)
+
+
+def _descent_said(descent: Descent) -> str:
     """How a message names the descent over the configurations and what it reached."""
-    return (f"the descent over the configurations ({descent.value:,.2f} after {descent.lps} LPs and "
+    return (f"{DESCENT} ({descent.value:,.2f} after {descent.lps} LPs and "
             f"{descent.changes} change{'' if descent.changes == 1 else 's'}, {descent.seconds:.1f} s"
             f"{'' if descent.local else ', stopped on its share of the time'})")
 
