@@ -797,6 +797,61 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
         assert r.status == Status.OPTIMAL and whole in ({}, {"stopped": True})
 
 
+@pytest.mark.parametrize("gap", [1e-9, 0.1])
+def test_a_bound_proven_beside_before_the_plan_proves_it_when_it_comes(tmp_path, monkeypatch, gap):
+    # FLIP's fixed path on two CPUs, limit 600 s. The floors' search beside is stood in for by one stopped on
+    # its share with a dear plan (1,300) and a bound of 1,100 (the stable optimum, so the bound is valid); the
+    # configuration relaxation after it by one that waits for its stop event. The path's own search of the
+    # restriction waits until that bound is in, then proves the restriction's optimum, 1,200 (B in both periods).
+    # - At 10 %, 100 / 1,200 = 8.3 %: the bound beside proves 1,200. The path starts nothing more (no whole
+    #   stable model's search) and returns 1,200, optimal, its bound 1,100 named. Before, the bound was read
+    #   only at the path's end, and the path searched the whole stable model first.
+    # - At 1e-9 it proves nothing: the whole stable model is searched and finds 1,100.
+    import threading
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import SolveResult
+
+    model, a, unlimited = flip_unlimited(tmp_path)
+    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    bound_in, seen = threading.Event(), []
+
+    def relaxation(*args, stop=None, **kw):
+        seen.append("relaxation")
+        stop.wait(60.0)
+        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
+
+    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    real = driver.backend_solve
+
+    def spy(*args, **kw):
+        b = kw["arrays"]
+        if len(b.row_lo) > len(a.row_lo):  # the floors' search beside
+            seen.append("floors")
+            bound_in.set()
+            return SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_100.0,
+                               message="stopped on its share")
+        if b is a:
+            seen.append("whole")
+        elif kw.get("target") is None:  # the path's search of the restriction, after its first plan
+            assert bound_in.wait(60.0)
+            seen.append("restriction")
+        return real(*args, **kw)
+
+    spy_on_solves(monkeypatch, spy)
+    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, gap, None, 700.0, 0.0, search=True)
+    assert_plan_audited(model, r)
+    assert seen[0] == "floors" and "relaxation" in seen
+    if gap > 1e-9:
+        assert "whole" not in seen
+        assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_200)
+        assert r.bound == pytest.approx(1_100) and r.gap == pytest.approx(100 / 1_200)
+        assert "proven by the bound of the stable model's search with its configuration floors" in r.message
+    else:
+        assert "whole" in seen
+        assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
+
+
 def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, monkeypatch):
     # FLIP's fixed path with a search, limit 600 s: its own searches prove 1,100 in well under a second. The
     # floors' search beside stops on its share with nothing (a large model's; had it proven FLIP's optimum, as
@@ -1680,6 +1735,15 @@ def test_the_bound_that_proves_the_path_s_plan():
     assert empty.needed(a, 0.01) is None and not empty.proven_by(a, 2_000.0, 0.01)
     shared.x = np.array([400.0, 200.0])
     assert shared.cost(a) == 800.0 and shared.needed(a, 0.01) == pytest.approx(792.0)
+    # a bound proven before the path has a plan is kept (the best one), and proves the plan that comes: 795
+    # proves 800 at 1 %, 780 would not
+    early = driver._Shared()
+    assert not early.proven_by(a, 780.0, 0.01) and not early.proven_by(a, 795.0, 0.01)
+    assert not early.proven_by(a, 790.0, 0.01) and early.bound == 795.0  # the best so far, not the last
+    early.x = np.array([400.0, 200.0])
+    assert early.held(a, 0.01) and early.answered.is_set()
+    dear = driver._Shared(bound=780.0, x=np.array([400.0, 200.0]))
+    assert not dear.held(a, 0.01) and not dear.answered.is_set()
 
 
 def _cover_two_configurations(tmp_path):
