@@ -181,6 +181,36 @@ def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkey
     assert leaf.objective == pytest.approx(5.0) and ("mip_allow_restart", False) in seen
 
 
+def test_highs_probes_only_in_searches_asked_for_a_gap_below_ten_per_cent(monkeypatch):
+    # HiGHS's probing (presolve rule 15) is switched off in a MIP search asked for a gap of 10 % or more (the
+    # guide, the split's first pass) and left on below it and in LPs; the plan within the gap either way (the
+    # covering model, min x + y, 2x + 3y >= 13, optimum 5: within 10 % means at most 5 / 0.9).
+    import highspy
+
+    from optimizer.solve.backends import Status, highspy_backend, solve_relaxation
+
+    seen = []
+    real = highspy.Highs.setOptionValue
+
+    def spy(self, name, value):
+        seen.append((name, value))
+        return real(self, name, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    assert highspy_backend.PROBING_GAP == 0.1 and highspy_backend.PROBING_RULE == 15
+    m, _ = covering_mip()
+    loose = solve(m, solver="highs", gap=0.1)
+    assert ("presolve_rule_off", 1 << 15) in seen
+    assert loose.status == Status.OPTIMAL and loose.objective <= 5.0 / 0.9 + 1e-9
+    for tight in (0.0999, 1e-6):
+        seen.clear()
+        r = solve(m, solver="highs", gap=tight)
+        assert not [v for k, v in seen if k == "presolve_rule_off"] and r.objective == pytest.approx(5.0)
+    seen.clear()
+    lp = solve_relaxation(m, m.arrays(), "highs")
+    assert lp.objective == pytest.approx(13 / 3) and not [v for k, v in seen if k == "presolve_rule_off"]
+
+
 def test_a_leaf_stopped_at_its_cutoff_by_the_callback_is_cut_off_not_a_failure():
     # q3 at 3x the L4 spot price, the split's leaf chat on H100 x4 fp8, no reserved unit, one new server,
     # searched below 119,149.18 (the plan of another leaf) without restarts: HiGHS stops at our callback
