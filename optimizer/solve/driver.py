@@ -1562,7 +1562,10 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
     model's own bound from step 3; the restriction's and the rounds' bounds prove
     nothing for the stable model. The root bound reported is the better of
     ``root`` (the model without limits' root) and the whole stable model's
-    root, never the restriction's.
+    root, never the restriction's. A bound proven beside is kept as it
+    comes (``shared.bound``) and checked against each plan the path finds
+    after it: where it proves one within ``gap``, the path starts nothing
+    more and the searches beside stop (:meth:`_Shared.held`).
 
     ``said``: what the caller did before (the descent over the
     configurations), named first in the message; ``bound_of``: whose bound
