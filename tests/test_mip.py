@@ -152,13 +152,10 @@ def test_a_search_stopped_before_its_root_under_a_cutoff_proves_nothing(solver):
     assert r.bound is None or r.bound <= 5.0 + 1e-9
 
 
-def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkeypatch):
-    # HiGHS's mip_allow_restart is left at its default unless restart=False; the exact split's leaves pass
-    # False (split.LEAF_RESTARTS). The same optimum either way (the covering model: 5).
+@pytest.fixture
+def highs_options(monkeypatch):
+    """Every (option, value) the back end sets on a HiGHS instance, in order, while the test runs."""
     import highspy
-
-    from optimizer.solve import split
-    from optimizer.solve.backends import Status
 
     seen = []
     real = highspy.Highs.setOptionValue
@@ -168,6 +165,16 @@ def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkey
         return real(self, name, value)
 
     monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    return seen
+
+
+def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(highs_options):
+    # HiGHS's mip_allow_restart is left at its default unless restart=False; the exact split's leaves pass
+    # False (split.LEAF_RESTARTS). The same optimum either way (the covering model: 5).
+    from optimizer.solve import split
+    from optimizer.solve.backends import Status
+
+    seen = highs_options
     m, _ = covering_mip()
     assert solve(m, solver="highs").objective == pytest.approx(5.0)
     assert not [v for k, v in seen if k == "mip_allow_restart"]
@@ -181,22 +188,13 @@ def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(monkey
     assert leaf.objective == pytest.approx(5.0) and ("mip_allow_restart", False) in seen
 
 
-def test_highs_probes_only_in_searches_asked_for_a_gap_below_ten_per_cent(monkeypatch):
+def test_highs_probes_only_in_searches_asked_for_a_gap_below_ten_per_cent(highs_options):
     # HiGHS's probing (presolve rule 15) is switched off in a MIP search asked for a gap of 10 % or more (the
     # guide, the split's first pass) and left on below it and in LPs; the plan within the gap either way (the
     # covering model, min x + y, 2x + 3y >= 13, optimum 5: within 10 % means at most 5 / 0.9).
-    import highspy
-
     from optimizer.solve.backends import Status, highspy_backend, solve_relaxation
 
-    seen = []
-    real = highspy.Highs.setOptionValue
-
-    def spy(self, name, value):
-        seen.append((name, value))
-        return real(self, name, value)
-
-    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    seen = highs_options
     assert highspy_backend.PROBING_GAP == 0.1 and highspy_backend.PROBING_RULE == 15
     m, _ = covering_mip()
     loose = solve(m, solver="highs", gap=0.1)
