@@ -1260,8 +1260,8 @@ def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float
 
     def proven(searched: SolveResult) -> bool:
         # a search stopped on its share still proved its bound (the stable model's, with valid rows): kept for
-        # the path's plan, now or later (bench standard at a twentieth, 3 weeks, 20 s, 10 %: it proved the
-        # restriction's next plan 2.4 s after this search ended, and the path searched on until its limit)
+        # the path's plan, now or later (docs/performance.md, "A bound proven beside proves the plans that come
+        # after it")
         if searched.status.has_plan:
             shared.proven_by(a, searched.bound, gap)
         if searched.status == Status.OPTIMAL:

@@ -60,11 +60,9 @@ HEURISTICS = ("mip_heuristic_run_feasibility_jump", "mip_heuristic_run_rins", "m
 #: a search asked for a relative gap of at least this skips HiGHS's probing (its presolve rule 15,
 #: ``presolve_rule_off`` bit :data:`PROBING_RULE`). Probing fixes binaries one at a time and propagates, to learn
 #: implications and cliques for the bound of a long tree search; a search that may stop 10 % above its bound
-#: ends at or near its root, where that work costs more than it gives. Measured (docs/performance.md, "Probing
-#: only where a proof is asked for", 2026-11-28): bench standard at a twentieth, 3 weeks, to 1 %, 23.5-25.5 s
-#: with probing everywhere against 8.6-8.9 s without it in the guide and the split's first pass (each probing
-#: took about 3 s of a search the rest of which took 0.3 s); q3-profiled 8.1-8.9 s against 6.0-7.6 s; q3
-#: 19.2-20.4 s against 17.8-18.6 s. Without probing anywhere, q3's proofs (gap 1e-6) took 2-4 times as long.
+#: ends at or near its root, where that work can cost more than the whole search (a small bench model: 3 s of
+#: probing in each search, 0.3 s for the rest), while a proof needs it (q3's, 2-4 times slower without).
+#: Measured in docs/performance.md, "Probing only where a proof is asked for".
 PROBING_GAP = 0.1
 PROBING_RULE = 15
 
