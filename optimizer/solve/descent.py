@@ -46,6 +46,7 @@ from ..model.presolve import Model
 from ..model.strengthen import config_floor
 from .backends import solve_relaxation, warm_relaxations
 from .result import Status
+from .split import configurations_fixed
 
 #: how messages name the descent
 NAME = "the descent over the configurations"
@@ -90,16 +91,13 @@ def choose_configurations(model: Model, a, keep: np.ndarray, use: pd.DataFrame,
     """
     t0 = time.perf_counter()
     mip = model.mip
-    ids = mip.variables["config-used"].ids
     floors = a.with_rows(config_floor(mip, model.data, model.vars))
     lps = warm_relaxations()
     count = 0
 
     def value(choice: np.ndarray):
         nonlocal count
-        b = floors.copy_bounds()
-        b.col_lo[ids] = np.where(choice, 1.0, 0.0)
-        b.col_hi[ids] = np.where(choice, 1.0, 0.0)
+        b = configurations_fixed(model, floors, choice)
         count += 1
         r = lps.solve(b)
         if r is None:

@@ -78,7 +78,8 @@ from .neighbourhood import training_support
 from .period_polish import build_by_periods, polish_periods, recommit
 from .polish import MIN_IMPROVEMENT, ROUNDS, UNIT_FAMILIES, polish, restrict
 from .result import SolveResult, Status, best_root, bound_error, relative_gap, within_gap
-from .split import COMMITMENTS, configuration_use, exact_split, over_one, too_wide_to_split, warm
+from .split import (COMMITMENTS, configuration_use, configurations_fixed, exact_split, over_one,
+                    too_wide_to_split, warm)
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -691,12 +692,11 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # another model)
         descent = _descent(model, a, guide, HEURISTICS_DESCENT_SHARE * time_limit) \
             if relaxed is Relaxation.LP else None
-        if descent is None:
-            return _fixed_configurations(model, a, guide, solver, time_limit, gap, threads, None, 0.0,
-                                         source=relaxed.value, lp_x=guide, executor=executor, relaxed=relaxed)
-        return _fixed_configurations(model, a, descent.x, solver, max(1.0, time_limit - descent.seconds), gap,
-                                     threads, None, descent.seconds, source=DESCENT,
-                                     lp_x=guide, executor=executor, relaxed=relaxed, said=[_descent_said(descent)],
+        x, source, spent, said = ((guide, relaxed.value, 0.0, []) if descent is None else
+                                  (descent.x, DESCENT, descent.seconds, [_descent_said(descent)]))
+        return _fixed_configurations(model, a, x, solver, time_limit if descent is None else
+                                     max(1.0, time_limit - spent), gap, threads, None, spent, source=source,
+                                     lp_x=guide, executor=executor, relaxed=relaxed, said=said,
                                      bound_of=relaxed.value)
     if time_limit is not None and too_wide_to_split(model):
         # no class the exact split can take: the plan without limits would only choose the configurations to
@@ -1001,6 +1001,16 @@ class _Shared:
         """Does the best bound proven beside so far prove the path's best plan (a new one) within ``gap``? If
         so, ``answered`` is set: the path starts no more searches, and those beside stop."""
         return self.proven_by(a, self.bound, gap)
+
+    def take(self, a, x: np.ndarray, gap: float) -> bool:
+        """The path's new best plan ``x``, shared, and checked against the best bound proven beside (:meth:`held`)."""
+        self.x = x
+        return self.held(a, gap)
+
+    def proof(self, bound: float | None) -> float | None:
+        """The better of ``bound`` (the caller's) and the best bound proven beside so far; None if neither."""
+        known = [b for b in (bound, self.bound) if b is not None]
+        return max(known) if known else None
 
     def needed(self, a, gap: float) -> float | None:
         """The least bound that proves the path's best plan within ``gap`` (its cost less ``gap`` of it), or
@@ -1455,12 +1465,7 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
 def _fixed_to_most_used(model: Model, a, x: np.ndarray, lp_x: np.ndarray | None):
     """A copy of the arrays ``a`` with each request class fixed to the N configurations the plan ``x`` uses most
     (ties by their traffic in ``lp_x``), every other configuration off: a restriction of the stable model."""
-    ids = model.mip.variables["config-used"].ids
-    keep = _most_used(model, x, extra=0, then=lp_x)
-    fixed = a.copy_bounds()
-    fixed.col_hi[ids[~keep]] = 0.0
-    fixed.col_lo[ids[keep]] = 1.0
-    return fixed
+    return configurations_fixed(model, a, _most_used(model, x, extra=0, then=lp_x))
 
 
 def _first_plans(model: Model, fixed, x: np.ndarray | None, lp_x: np.ndarray | None, source: str,
@@ -1581,8 +1586,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
 
     def open_gap(obj: float | None) -> bool:
         # the caller's bound, or a better one proven beside by now
-        held = shared.bound
-        return not within_gap(obj, bound if held is None or (bound is not None and bound >= held) else held, gap)
+        return not within_gap(obj, shared.proof(bound), gap)
 
     steps = list(said)  # what the caller did before, named first in the message
     seconds = spent
@@ -1612,8 +1616,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
         seconds += spent_here
     if first.status.has_plan:
         best_x, best_obj = first.x, first.objective
-        shared.x = best_x
-        shared.held(a, gap)
+        shared.take(a, best_x, gap)
         steps.append((f"configurations fixed to those {source} uses most" if x is not None
                       else "no point to fix configurations from: the whole stable model to its first plan")
                      + (", " + how if how else ""))
@@ -1638,8 +1641,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
             if inside.status.has_plan and inside.objective < best_obj - 1e-9:
                 steps.append(f"then searched with those configurations fixed, from {best_obj:,.2f}")
                 best_x, best_obj = inside.x, inside.objective
-                shared.x = best_x
-                shared.held(a, gap)  # a bound proven beside while this search ran may prove its plan
+                shared.take(a, best_x, gap)  # a bound proven beside while this search ran may prove its plan
             # the restriction proven: the choice of configurations was the guess, so the next search may choose
             # among more of them (q3 + default catalog: 77,357.96 proven for the most used, 74,215.70 with one
             # more per class; docs/performance.md, "Widening the restriction")
@@ -1657,8 +1659,7 @@ def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, ti
                     steps.append(f"then searched with {extra} more configuration{'s' if extra > 1 else ''} "
                                  f"per class to choose from, from {best_obj:,.2f}")
                     best_x, best_obj = widened.x, widened.objective
-                    shared.x = best_x
-                    shared.held(a, gap)
+                    shared.take(a, best_x, gap)
                 proven = widened.status == Status.OPTIMAL
         elif left >= 1.0 and open_gap(best_obj):
             if lp_x is not None:

@@ -81,6 +81,16 @@ def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
     return cu.merge(d.stability[["service", "max_configurations"]], on="service")
 
 
+def configurations_fixed(model: Model, a: Arrays, keep: np.ndarray) -> Arrays:
+    """A copy of the arrays ``a`` with every ``config-used`` fixed to the choice ``keep`` (per variable, in its
+    order): 1 where chosen, 0 elsewhere; a restriction of the stable model."""
+    ids = model.mip.variables["config-used"].ids
+    fixed = a.copy_bounds()
+    fixed.col_hi[ids[~keep]] = 0.0
+    fixed.col_lo[ids[keep]] = 1.0
+    return fixed
+
+
 def over_one(cu: pd.DataFrame) -> pd.DataFrame:
     """The request classes limited to one configuration that a plan puts on several, those on the most first.
 
