@@ -232,28 +232,19 @@ def _period_order(P: pd.DataFrame):
     return key
 
 
-def term_periods(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
-    """One row per commitment row and period in which it holds its units.
-
-    A reserved row (term block ``block``) holds them in the periods of its
-    block; an owned row in every period. ``rows`` needs ``offering``,
-    ``pricing`` and ``block``; the result adds ``period``, ``month``,
-    ``hours``, the row's position ``_c`` and the period's position ``_p``, in
-    row order, then period order.
-    """
-    r = rows.reset_index(drop=True)
+def _holds(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(row, period) positions of every commitment row and period in which it holds its units, in row order, then
+    period order: a reserved row (term block ``block``) holds them in the periods of its block, an owned row in
+    every period. ``rows`` needs ``offering``, ``pricing`` and ``block``."""
     month = P["month"].to_numpy().astype(int)
     # holds[c, p]: row c holds its units in period p (a reserved row: the period's month is in its block)
-    holds = np.ones((len(r), len(P)), dtype=bool)
-    reserved = (r["pricing"] == "reserved").to_numpy()
+    holds = np.ones((len(rows), len(P)), dtype=bool)
+    reserved = (rows["pricing"] == "reserved").to_numpy()
     if reserved.any():
-        term = r.loc[reserved, "offering"].map(O["term_months"]).to_numpy()
-        block = r.loc[reserved, "block"].to_numpy().astype(int)
+        term = O["term_months"].to_numpy()[O.index.get_indexer(rows["offering"][reserved])]
+        block = rows["block"].to_numpy()[reserved].astype(int)
         holds[reserved] = term_block(month[None, :], term[:, None]) == block[:, None]
-    c, p = np.nonzero(holds)  # row-major: row order, then period order
-    return r.iloc[c].reset_index(drop=True).assign(
-        _c=c.astype(np.int64), period=P.index[p], month=P["month"].to_numpy()[p],
-        hours=P["hours"].to_numpy()[p], _p=p.astype(np.int64))
+    return np.nonzero(holds)  # row-major: row order, then period order
 
 
 def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) -> pd.DataFrame:
@@ -330,41 +321,81 @@ def assumption_warnings(plan: Plan) -> list[str]:
     return out
 
 
-def held_units(plan: Plan, O: pd.DataFrame, P: pd.DataFrame) -> pd.Series:
-    """Reserved or owned units available per (offering, period), from the commitments."""
-    tp = term_periods(plan.commitments, O, P)
-    return pd.Series(tp["units"].to_numpy(float), index=pd.MultiIndex.from_arrays([tp["offering"], tp["period"]]),
-                     dtype=float)
-
-
 def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) -> pd.DataFrame:
     """Units and GPUs per offering and period (offerings the plan touches).
 
     ``units`` are those held for the whole period (running, reserved or
     owned), ``hourly_units`` the average units rented by the hour for
-    training; ``capacity_gpus`` counts both.
+    training; ``capacity_gpus`` counts both. Rows in offering order, then
+    period order. Summed into (offering × period) arrays by position.
     """
-    inf = plan.inference.groupby(["offering", "period"])["gpus"].sum().rename("inference_gpus")
-    tr = plan.training.assign(avg=plan.training["gpus"] * plan.training["hours"]
-                              / plan.training["period"].map(P["hours"]),
-                              hourly=plan.training["billed_units"] * plan.training["hours"]
-                              / plan.training["period"].map(P["hours"]))
-    trg = tr.groupby(["offering", "period"])["avg"].sum().rename("training_gpus")
-    hrl = tr.groupby(["offering", "period"])["hourly"].sum().rename("hourly_units")
-    run = running.set_index(["offering", "period"])["units"].rename("units_running")
-    held = held_units(plan, O, P).rename("units_held")
-    idx = pd.MultiIndex.from_product([O.index, P.index], names=["offering", "period"])
-    u = pd.concat([inf, trg, hrl, run, held], axis=1).reindex(idx).fillna(0.0).reset_index()
-    u["pricing"] = u["offering"].map(O["pricing"])
-    committed = u["pricing"].isin(COMMITTED_KINDS)
-    u["units"] = np.where(committed, u["units_held"], u["units_running"])
-    u["capacity_gpus"] = (u["units"] + u["hourly_units"]) * u["offering"].map(O["G"])
-    used = u["inference_gpus"] + u["training_gpus"]
-    u["utilisation"] = np.where(u["capacity_gpus"] > 0, used / u["capacity_gpus"].where(u["capacity_gpus"] > 0),
-                                np.nan)
-    u = u[(used > 0) | (u["units"] > 0)]
-    return u[["offering", "period", "pricing", "units", "hourly_units", "capacity_gpus", "inference_gpus",
-              "training_gpus", "utilisation"]].reset_index(drop=True)
+    shape = (len(O), len(P))
+
+    def grid(rows: pd.DataFrame, values) -> np.ndarray:
+        """``values`` (one per row) summed per (offering, period) of the rows."""
+        out = np.zeros(shape)
+        np.add.at(out, (O.index.get_indexer(rows["offering"]), P.index.get_indexer(rows["period"])),
+                  np.asarray(values, dtype=float))
+        return out
+
+    t = plan.training
+    hours = P["hours"].to_numpy(float)[P.index.get_indexer(t["period"])]
+    inference = grid(plan.inference, plan.inference["gpus"])
+    training = grid(t, t["gpus"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
+    hourly = grid(t, t["billed_units"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
+    run = grid(running, running["units"])
+    c, p = _holds(plan.commitments, O, P)
+    held = np.zeros(shape)
+    np.add.at(held, (O.index.get_indexer(plan.commitments["offering"].to_numpy()[c]), p),
+              plan.commitments["units"].to_numpy(float)[c])
+    pricing = O["pricing"].to_numpy()
+    units = np.where(np.isin(pricing, list(COMMITTED_KINDS))[:, None], held, run)
+    capacity = (units + hourly) * O["G"].to_numpy(float)[:, None]
+    used = inference + training
+    with np.errstate(divide="ignore", invalid="ignore"):
+        utilisation = np.where(capacity > 0, used / capacity, np.nan)
+    o, p = np.nonzero((used > 0) | (units > 0))  # row-major: offering order, then period order
+    return pd.DataFrame({"offering": O.index.to_numpy()[o], "period": P.index.to_numpy()[p], "pricing": pricing[o],
+                         "units": units[o, p], "hourly_units": hourly[o, p], "capacity_gpus": capacity[o, p],
+                         "inference_gpus": inference[o, p], "training_gpus": training[o, p],
+                         "utilisation": utilisation[o, p]})
+
+
+class _Ledger:
+    """The ledger's rows as NumPy columns, collected part by part, then sorted into their order once."""
+
+    def __init__(self, O: pd.DataFrame):
+        self.O = O
+        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in ("o", "period", "item", "workload", "cost", "pv",
+                                                                   "_g", "_c", "_phase", "_p", "_sub")}
+
+    def add(self, g: int, o: np.ndarray, period, item: str, workload, cost, pv, c=None, phase=0, p=None,
+            sub=0) -> None:
+        """Rows of group ``g`` on the offerings at positions ``o``; ``period``: labels, or "" for none;
+        ``c``, ``phase``, ``p``, ``sub`` order them within the group."""
+        n = len(o)
+        if not n:
+            return
+
+        def col(v, dtype=None):
+            return np.broadcast_to(np.asarray(v, dtype=dtype), (n,))
+
+        for k, v in (("o", o), ("period", col(period, object)), ("item", col(item, object)),
+                     ("workload", col(workload, object)), ("cost", col(cost, float)), ("pv", col(pv, float)),
+                     ("_g", col(g, np.int64)), ("_c", np.arange(n) if c is None else col(c, np.int64)),
+                     ("_phase", col(phase, np.int64)), ("_p", col(0 if p is None else p, np.int64)),
+                     ("_sub", col(sub, np.int64))):
+            self.cols[k].append(v)
+
+    def frame(self) -> pd.DataFrame:
+        if not self.cols["o"]:
+            return pd.DataFrame(columns=LEDGER_COLUMNS)
+        a = {k: np.concatenate(v) for k, v in self.cols.items()}
+        order = np.lexsort((a["_sub"], a["_p"], a["_phase"], a["_c"], a["_g"]))  # stable: parts keep their order
+        o = a["o"][order]
+        return pd.DataFrame({"offering": self.O.index.to_numpy()[o], "pricing": self.O["pricing"].to_numpy()[o],
+                             "period": a["period"][order], "item": a["item"][order],
+                             "workload": a["workload"][order], "cost": a["cost"][order], "pv": a["pv"][order]})
 
 
 def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
@@ -382,112 +413,124 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     replica starts, then each reservation (its periods, its upfront, what is
     owed after) and each owned commitment (its one-off items, then per
     period its fixed cost and idle energy).
+
+    The columns are NumPy arrays gathered by position (an offering's price
+    is ``price[o]`` for its row ``o`` of ``O``): a plan's tables are small,
+    and pandas' cost per operation, not the arithmetic, is what a ledger of
+    a few dozen rows took (docs/performance.md).
     """
     problem = plan.problem
     rate = problem.discount_rate
     full = problem.spec.finance.commitments == "full"
     H = float(P["hours"].sum())
-    disc = discount_factors(P["month"], rate)
+    hours = P["hours"].to_numpy(float)
+    disc = discount_factors(P["month"], rate).to_numpy(float)
     end_month = horizon_end_month(P)
     end = (1.0 + rate) ** (-end_month / 12.0)
-    parts: list[pd.DataFrame] = []
+    out = _Ledger(O)
+    off = O.index
 
-    def add(g: int, rows: pd.DataFrame, item, workload, cost, pv, period=None, c=None, phase=0, p=None, sub=0):
-        """Append ledger rows of group ``g``; ``c``, ``phase``, ``p``, ``sub`` order them within it."""
-        n = len(rows)
-        if not n:
-            return
+    def at(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
+        """The positions of the rows' offerings in ``O`` and of their periods in ``P`` (None: no period)."""
+        return (off.get_indexer(rows["offering"]),
+                P.index.get_indexer(rows["period"]) if "period" in rows else None)
 
-        def col(v, dtype=None):
-            return np.broadcast_to(np.asarray(v, dtype=dtype), (n,))
+    def on(o: np.ndarray, col: str) -> np.ndarray:
+        return O[col].to_numpy(float)[o]
 
-        parts.append(pd.DataFrame({
-            "offering": rows["offering"].to_numpy(), "pricing": rows["offering"].map(O["pricing"]).to_numpy(),
-            "period": rows["period"].to_numpy() if period is None else col(period, object),
-            "item": col(item, object), "workload": col(workload, object),
-            "cost": col(cost, float), "pv": col(pv, float),
-            "_g": g, "_c": np.arange(n) if c is None else col(c), "_phase": phase,
-            "_p": 0 if p is None else col(p), "_sub": sub}))
-
-    def on(rows: pd.DataFrame, col: str) -> pd.Series:
-        return rows["offering"].map(O[col])
+    def num(rows: pd.DataFrame, col: str) -> np.ndarray:
+        return rows[col].to_numpy(float)
 
     # rented units running for the whole period (inference, and clusters sharing them)
     u = plan.usage[plan.usage["pricing"].isin(PAY_PER_HOUR) & (plan.usage["units"] > 0)]
-    c = u["units"] * on(u, "price") * u["period"].map(P["hours"])
-    add(0, u, "rental", "", c, c * u["period"].map(disc))
+    o, p = at(u)
+    c = num(u, "units") * on(o, "price") * hours[p]
+    out.add(0, o, u["period"].to_numpy(), "rental", "", c, c * disc[p])
     # training: clusters rented by the hour pay their billed units for the hours they run; clusters on
     # owned units pay busy energy; clusters sharing rented or reserved units pay nothing more
     t = plan.training
-    hourly = t[t["mode"] == HOURLY]
-    c = hourly["billed_units"] * on(hourly, "price") * hourly["hours"]
-    add(1, hourly, "rental", hourly["job"], c, c * hourly["period"].map(disc))
-    own_t = t[(t["mode"] != HOURLY) & (t["pricing"] == "owned")]
-    c = own_t["gpus"] * own_t["hours"] * on(own_t, "energy_per_gpu_hour")
-    add(1, own_t, "energy-busy", own_t["job"], c, c * own_t["period"].map(disc))
-    i = plan.inference[plan.inference["pricing"] == "owned"]
-    c = i["gpus"] * i["period"].map(P["hours"]) * on(i, "energy_per_gpu_hour")
-    add(2, i, "energy-busy", i["service"], c, c * i["period"].map(disc))
+    mode, pricing = t["mode"].to_numpy(), t["pricing"].to_numpy()
+    hourly = t[mode == HOURLY]
+    o, p = at(hourly)
+    c = num(hourly, "billed_units") * on(o, "price") * num(hourly, "hours")
+    out.add(1, o, hourly["period"].to_numpy(), "rental", hourly["job"].to_numpy(), c, c * disc[p])
+    own_t = t[(mode != HOURLY) & (pricing == "owned")]
+    o, p = at(own_t)
+    c = num(own_t, "gpus") * num(own_t, "hours") * on(o, "energy_per_gpu_hour")
+    out.add(1, o, own_t["period"].to_numpy(), "energy-busy", own_t["job"].to_numpy(), c, c * disc[p])
+    i = plan.inference[plan.inference["pricing"].to_numpy() == "owned"]
+    o, p = at(i)
+    c = num(i, "gpus") * hours[p] * on(o, "energy_per_gpu_hour")
+    out.add(2, o, i["period"].to_numpy(), "energy-busy", i["service"].to_numpy(), c, c * disc[p])
     s = plan.starts
     if len(s):
         cost_of = {sv.name: problem.stability(sv)[1] for sv in problem.services}
-        c = s["started"] * s["service"].map(cost_of)
-        add(2, s, "replica-start", s["service"], c, c * s["period"].map(disc))
+        o, p = at(s)
+        c = num(s, "started") * np.array([cost_of[v] for v in s["service"]], dtype=float)
+        out.add(2, o, s["period"].to_numpy(), "replica-start", s["service"].to_numpy(), c, c * disc[p])
 
     # reservations: paid every hour of the horizon, used or not; the upfront when the term starts
     com = plan.commitments
-    res_rows = com[com["pricing"] == "reserved"]
-    res = term_periods(res_rows, O, P)
-    c = res["units"] * on(res, "price") * res["hours"]
-    add(3, res, "reservation", "", c, c * res["period"].map(disc), c=res["_c"], p=res["_p"])
-    first = res.drop_duplicates("_c")
-    first = first[on(first, "upfront") > 0]
-    c = first["units"] * on(first, "upfront")
-    add(3, first, "upfront", "", c, c * (1.0 + rate) ** (-first["start_month"] / 12.0), c=first["_c"], phase=1)
+    res_rows = com[com["pricing"].to_numpy() == "reserved"].reset_index(drop=True)
+    ro, _ = at(res_rows)
+    rc, rp = _holds(res_rows, O, P)
+    units = num(res_rows, "units")
+    c = units[rc] * on(ro[rc], "price") * hours[rp]
+    out.add(3, ro[rc], P.index.to_numpy()[rp], "reservation", "", c, c * disc[rp], c=rc, p=rp)
+    # each row's first period it holds (its term's first), where the offering asks an upfront
+    first = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]]) if len(rc) else np.zeros(0, dtype=int)
+    first = first[on(ro[rc[first]], "upfront") > 0]
+    fc = rc[first]
+    c = units[fc] * on(ro[fc], "upfront")
+    out.add(3, ro[fc], P.index.to_numpy()[rp[first]], "upfront", "", c,
+            c * (1.0 + rate) ** (-num(res_rows, "start_month")[fc] / 12.0), c=fc, phase=1)
     if full:
-        r = res_rows.reset_index(drop=True)
-        r = r[r["months_after_horizon"] > 0]
-        pv = r["units"] * on(r, "price") * monthly_flow_pv(r["months_after_horizon"].to_numpy(), end_month, rate)
-        add(3, r, "reservation-after-horizon", "", r["owed_after_horizon"], pv, "", c=r.index, phase=2)
+        after = np.flatnonzero(num(res_rows, "months_after_horizon") > 0)
+        pv = (units[after] * on(ro[after], "price")
+              * monthly_flow_pv(num(res_rows, "months_after_horizon")[after], end_month, rate))
+        out.add(3, ro[after], "", "reservation-after-horizon", "", num(res_rows, "owed_after_horizon")[after], pv,
+                c=after, phase=2)
 
     # owned: depreciation (cost) or capex and book value (npv); fixed costs and idle energy per period
-    own = com[com["pricing"] == "owned"].reset_index(drop=True)
-    new = own[own["new_units"] > 0]
-    life_h = on(new, "lifetime_years") * HOURS_PER_YEAR
-    capex, resid = on(new, "capex"), on(new, "residual_fraction")
+    own = com[com["pricing"].to_numpy() == "owned"].reset_index(drop=True)
+    oo, _ = at(own)
+    new_units = num(own, "new_units")
+    new = np.flatnonzero(new_units > 0)
+    life_h = on(oo[new], "lifetime_years") * HOURS_PER_YEAR
+    capex, resid = on(oo[new], "capex"), on(oo[new], "residual_fraction")
     outlives = (life_h > H) & full
-    add(4, new, "depreciation", "", new["new_units"] * capex * (1 - resid) * H / life_h, 0.0, "", c=new.index, sub=0)
+    out.add(4, oo[new], "", "depreciation", "", new_units[new] * capex * (1 - resid) * H / life_h, 0.0, c=new, sub=0)
     after = new[outlives]
-    add(4, after, "depreciation-after-horizon", "",
-        after["new_units"] * on(after, "capex") * (1 - on(after, "residual_fraction"))
-        * (1 - H / (on(after, "lifetime_years") * HOURS_PER_YEAR)), 0.0, "", c=after.index, sub=1)
-    add(4, new, "capex", "", 0.0, new["new_units"] * capex, "", c=new.index, sub=2)
+    out.add(4, oo[after], "", "depreciation-after-horizon", "",
+            new_units[after] * on(oo[after], "capex") * (1 - on(oo[after], "residual_fraction"))
+            * (1 - H / (on(oo[after], "lifetime_years") * HOURS_PER_YEAR)), 0.0, c=after, sub=1)
+    out.add(4, oo[new], "", "capex", "", 0.0, new_units[new] * capex, c=new, sub=2)
     keep = new[~outlives]
-    book = keep["new_units"] * on(keep, "capex") * (1 - (1 - on(keep, "residual_fraction")) * np.minimum(
-        1.0, H / (on(keep, "lifetime_years") * HOURS_PER_YEAR)))
-    add(4, keep, "book-value", "", 0.0, -book * end, "", c=keep.index, sub=3)
-    add(4, after, "resale", "", 0.0, -after["new_units"] * on(after, "capex") * on(after, "residual_fraction")
-        * (1.0 + rate) ** (-on(after, "lifetime_years")), "", c=after.index, sub=3)
-    tp = term_periods(own, O, P)
+    book = new_units[keep] * on(oo[keep], "capex") * (1 - (1 - on(oo[keep], "residual_fraction")) * np.minimum(
+        1.0, H / (on(oo[keep], "lifetime_years") * HOURS_PER_YEAR)))
+    out.add(4, oo[keep], "", "book-value", "", 0.0, -book * end, c=keep, sub=3)
+    out.add(4, oo[after], "", "resale", "", 0.0, -new_units[after] * on(oo[after], "capex")
+            * on(oo[after], "residual_fraction") * (1.0 + rate) ** (-on(oo[after], "lifetime_years")), c=after, sub=3)
+    tc, tp = _holds(own, O, P)
+    to = oo[tc]
     # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
-    busy = (plan.inference.assign(gh=plan.inference["gpus"] * plan.inference["period"].map(P["hours"]))
-            .groupby(["offering", "period"])["gh"].sum()
-            .add(t.assign(gh=t["gpus"] * t["hours"]).groupby(["offering", "period"])["gh"].sum(), fill_value=0.0))
-    busy_tp = busy.reindex(pd.MultiIndex.from_arrays([tp["offering"], tp["period"]]), fill_value=0.0).to_numpy()
-    fixed = tp["units"] * on(tp, "fixed_per_month") * tp["hours"] / HOURS_PER_MONTH
-    keep = fixed != 0
-    add(4, tp[keep], "fixed", "", fixed[keep], fixed[keep] * tp.loc[keep, "period"].map(disc),
-        c=tp.loc[keep, "_c"], phase=1, p=tp.loc[keep, "_p"], sub=0)
-    idle = ((tp["units"] * on(tp, "host") * tp["hours"] - busy_tp) * on(tp, "energy_per_gpu_hour")
-            * on(tp, "idle_power_fraction"))
-    keep = idle != 0
-    add(4, tp[keep], "energy-idle", "", idle[keep], idle[keep] * tp.loc[keep, "period"].map(disc),
-        c=tp.loc[keep, "_c"], phase=1, p=tp.loc[keep, "_p"], sub=1)
-    if not parts:
-        return pd.DataFrame(columns=LEDGER_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
-    out = out.sort_values(["_g", "_c", "_phase", "_p", "_sub"], kind="stable")
-    return out[LEDGER_COLUMNS].reset_index(drop=True)
+    busy = np.zeros((len(O), len(P)))
+    inf = plan.inference
+    o, p = at(inf)
+    np.add.at(busy, (o, p), num(inf, "gpus") * hours[p])
+    o, p = at(t)
+    np.add.at(busy, (o, p), num(t, "gpus") * num(t, "hours"))
+    units = num(own, "units")[tc]
+    fixed = units * on(to, "fixed_per_month") * hours[tp] / HOURS_PER_MONTH
+    k = fixed != 0
+    out.add(4, to[k], P.index.to_numpy()[tp[k]], "fixed", "", fixed[k], fixed[k] * disc[tp[k]], c=tc[k], phase=1,
+            p=tp[k], sub=0)
+    idle = ((units * on(to, "host") * hours[tp] - busy[to, tp]) * on(to, "energy_per_gpu_hour")
+            * on(to, "idle_power_fraction"))
+    k = idle != 0
+    out.add(4, to[k], P.index.to_numpy()[tp[k]], "energy-idle", "", idle[k], idle[k] * disc[tp[k]], c=tc[k],
+            phase=1, p=tp[k], sub=1)
+    return out.frame()
 
 
 def allocate(plan: Plan) -> pd.DataFrame:
@@ -497,55 +540,64 @@ def allocate(plan: Plan) -> pd.DataFrame:
     their GPU-hours in that period; reserved and owned capacity items by
     each workload's share of the offering's GPU-hours over the horizon.
     What nobody uses is ``(idle)``. Items already tied to a workload stay
-    with it.
+    with it. Rows: the items tied to a workload, in the ledger's order; the
+    rented items' shares (workloads by name), then each one's idle rest;
+    the same for the reserved and owned items.
+
+    The sums are taken over dictionaries, not pandas merges: a plan's
+    tables are small, and pandas' cost per operation is what this took
+    (docs/performance.md, "The plan's tables in NumPy").
     """
-    P = plan.problem.periods
+    hours = plan.problem.periods["hours"]
     L = plan.ledger
-    direct = L[L["workload"] != ""]
-    shared = L[L["workload"] == ""]
-    t = plan.training[plan.training["mode"] != HOURLY]
-    use = pd.concat([
-        plan.inference.assign(workload=plan.inference["service"],
-                              gpu_hours=plan.inference["gpus"] * plan.inference["period"].map(P["hours"]))[
-            ["offering", "period", "workload", "gpu_hours"]],
-        t.assign(workload=t["job"], gpu_hours=t["gpus"] * t["hours"])[["offering", "period", "workload",
-                                                                        "gpu_hours"]],
-    ], ignore_index=True)
+    off, per, item, wl = (L[c].to_numpy() for c in ("offering", "period", "item", "workload"))
+    cost, pv = L["cost"].to_numpy(float), L["pv"].to_numpy(float)
+    # GPU-hours of each workload inside held units, per (offering, period); hourly clusters are billed directly
+    inf, t = plan.inference, plan.training[plan.training["mode"] != HOURLY]
+    runs: dict[tuple, dict[str, float]] = {}
+    for o, p, w, gh in [*zip(inf["offering"], inf["period"], inf["service"],
+                             (inf["gpus"] * inf["period"].map(hours)).to_numpy(float)),
+                        *zip(t["offering"], t["period"], t["job"], (t["gpus"] * t["hours"]).to_numpy(float))]:
+        ws = runs.setdefault((o, p), {})
+        ws[w] = ws.get(w, 0.0) + gh
     u = plan.usage
     G = u["offering"].map(plan.data.offerings.set_index("offering")["G"])
-    cap = u.assign(cap_hours=u["units"] * G * u["period"].map(P["hours"]))
+    cap = dict(zip(zip(u["offering"], u["period"]), (u["units"] * G * u["period"].map(hours)).to_numpy(float)))
+    # over the horizon: each workload's GPU-hours per offering, and the offering's held GPU-hours
+    over: dict[str, dict[str, float]] = {}
+    for (o, _), ws in runs.items():
+        mine = over.setdefault(o, {})
+        for w, gh in ws.items():
+            mine[w] = mine.get(w, 0.0) + gh
+    cap_o: dict[str, float] = {}
+    for (o, _), c in cap.items():
+        cap_o[o] = cap_o.get(o, 0.0) + c
 
-    out = [direct]
-    rent = shared[shared["item"] == "rental"]
-    if len(rent):
-        s = use.merge(cap[["offering", "period", "cap_hours"]], on=["offering", "period"])
-        s = s.groupby(["offering", "period", "workload"], as_index=False).agg(gpu_hours=("gpu_hours", "sum"),
-                                                                               cap_hours=("cap_hours", "first"))
-        s["share"] = s["gpu_hours"] / s["cap_hours"]
-        m = rent.drop(columns="workload").merge(s[["offering", "period", "workload", "share"]],
-                                                on=["offering", "period"], how="left")
-        out.append(_split(rent, m, ["offering", "period"]))
-    fixed = shared[shared["item"] != "rental"].rename_axis("_row").reset_index()
-    if len(fixed):
-        tot = use.groupby(["offering", "workload"], as_index=False)["gpu_hours"].sum()
-        capo = cap.groupby("offering")["cap_hours"].sum()
-        tot["share"] = tot["gpu_hours"] / tot["offering"].map(capo)
-        m = fixed.drop(columns="workload").merge(tot[["offering", "workload", "share"]], on="offering", how="left")
-        # one ledger row can be one of several alike (two terms' upfronts): split each row by its own id
-        out.append(_split(fixed, m, ["_row"]).drop(columns="_row"))
-    return pd.concat(out, ignore_index=True)
+    def in_period(i: int) -> list[tuple[str, float, float]]:
+        key = (off[i], per[i])
+        return [] if key not in cap else [(w, gh, cap[key]) for w, gh in sorted(runs.get(key, {}).items())]
 
+    def over_horizon(i: int) -> list[tuple[str, float, float]]:
+        return [(w, gh, cap_o.get(off[i], np.nan)) for w, gh in sorted(over.get(off[i], {}).items())]
 
-def _split(items: pd.DataFrame, shares: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Apportion each item by the shares; the remainder of each item goes to (idle)."""
-    s = shares.copy()
-    s["share"] = s["share"].fillna(0.0)
-    s["workload"] = s["workload"].fillna(IDLE)
-    parts = s.assign(cost=s["cost"] * s["share"], pv=s["pv"] * s["share"])
-    parts = parts[parts["workload"] != IDLE]
-    used = parts.groupby(keys, as_index=False)[["cost", "pv"]].sum()
-    rest = items.drop(columns="workload").merge(used, on=keys, how="left", suffixes=("", "_used"))
-    rest["cost"] = rest["cost"] - rest["cost_used"].fillna(0.0)
-    rest["pv"] = rest["pv"] - rest["pv_used"].fillna(0.0)
-    rest = rest.drop(columns=["cost_used", "pv_used"]).assign(workload=IDLE)
-    return pd.concat([parts[items.columns], rest[items.columns]], ignore_index=True)
+    d = np.flatnonzero(wl != "")
+    blocks = [(d, wl[d], cost[d], pv[d])]
+    rental = (wl == "") & (item == "rental")
+    for items, shares in ((np.flatnonzero(rental), in_period), (np.flatnonzero((wl == "") & ~rental), over_horizon)):
+        rows = [(i, w, gh, c) for i in items for w, gh, c in shares(i)]
+        of = np.array([r[0] for r in rows], dtype=np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # a share that is not a number (no held GPU-hours to divide by, nothing run) counts as none
+            s = np.nan_to_num(np.array([r[2] for r in rows], dtype=float) / np.array([r[3] for r in rows], dtype=float),
+                              nan=0.0, posinf=np.inf, neginf=-np.inf)
+        pc, pp = cost[of] * s, pv[of] * s
+        used_c, used_p = np.zeros(len(L)), np.zeros(len(L))
+        np.add.at(used_c, of, pc)
+        np.add.at(used_p, of, pp)
+        blocks.append((of, np.array([r[1] for r in rows], dtype=object), pc, pp))
+        blocks.append((items, np.full(len(items), IDLE, dtype=object), cost[items] - used_c[items],
+                       pv[items] - used_p[items]))
+    at = np.concatenate([b[0] for b in blocks])
+    return pd.DataFrame({"offering": off[at], "pricing": L["pricing"].to_numpy()[at], "period": per[at],
+                         "item": item[at], "workload": np.concatenate([b[1] for b in blocks]),
+                         "cost": np.concatenate([b[2] for b in blocks]), "pv": np.concatenate([b[3] for b in blocks])})

@@ -167,6 +167,33 @@ def test_owned_idle_units_still_cost(solve):
     assert plan.by_workload().set_index("workload").loc["(idle)", "cost"] == pytest.approx(1_146 + 29_200 / 4)
 
 
+
+SHARING = [{"name": "p1", "hours": 100, "month": 0}, {"name": "p2", "hours": 300, "month": 1}]
+# a: 2 then 3 replicas of 2 GPUs (4, then 6 GPUs); b: 1 replica (2 GPUs): one 8-GPU unit holds both in each period
+SHARERS = [svc("a", demand={"p1": 2, "p2": 3}), svc("b", demand=1)]
+
+
+def test_rented_units_are_shared_by_each_periods_gpu_hours(solve):
+    # One on-demand unit per period at 80 $/h: p1 8,000, p2 24,000.
+    # p1: a 4/8, b 2/8, idle 2/8 -> 4,000, 2,000, 2,000; p2: a 6/8, b 2/8 -> 18,000, 6,000, idle 0.
+    plan = solve({"periods": SHARING, "offerings": [od()], "inference": SHARERS})
+    assert plan.objective == pytest.approx(32_000)
+    shares = plan.by_workload().set_index("workload")["cost"].to_dict()
+    assert shares == pytest.approx({"a": 22_000, "b": 8_000, "(idle)": 2_000})
+
+
+def test_reserved_units_are_shared_by_the_horizons_gpu_hours(solve):
+    # A one-month reservation (one term block per period) at 50 $/h with 1,600 upfront per term:
+    # p1 5,000 + 1,600, p2 15,000 + 1,600 = 23,200. The offering holds 8 x 100 + 8 x 300 = 3,200 GPU-hours;
+    # a runs 4 x 100 + 6 x 300 = 2,200 of them (11/16), b 2 x 400 = 800 (1/4), idle 200 (1/16), and every
+    # item, the upfronts too, is split so: a 15,950, b 5,800, idle 1,450.
+    res = {"id": "res", "gpu": "H100-SXM", "gpus_per_unit": 8, "region": "r1", "pricing": "reserved",
+           "price_per_hour": 50, "term_months": 1, "upfront": 1_600}
+    plan = solve({"periods": SHARING, "offerings": [res], "inference": SHARERS})
+    assert plan.objective == pytest.approx(23_200)
+    shares = plan.by_workload().set_index("workload")["cost"].to_dict()
+    assert shares == pytest.approx({"a": 15_950, "b": 5_800, "(idle)": 1_450})
+
 def test_npv_reserved_discounting(solve):
     # Periods in month 0 and month 12 (730 h each); discount rate 10 %/year.
     # Reserved for 24 months at 10 $/h + 1,000 upfront; demand needs the one unit in both periods.
