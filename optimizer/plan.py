@@ -159,8 +159,9 @@ def extract(model: Model, result: SolveResult) -> Plan:
     rep = _values(mip, vt, "inference-replicas", x)
     rep["replicas"] = np.rint(rep["value"]).astype(int)
     rep = rep[rep["replicas"] > 0].copy()
-    cfg = model.candidates.inference.drop_duplicates(["service", "config"]).set_index(["service", "config"])
-    rep["precision"] = [cfg["precision"].get((s, c), "") for s, c in zip(rep["service"], rep["config"])]
+    cfg = model.candidates.inference.drop_duplicates(["service", "config"])
+    precision = dict(zip(zip(cfg["service"], cfg["config"]), cfg["precision"]))
+    rep["precision"] = [precision.get((s, c), "") for s, c in zip(rep["service"], rep["config"])]
     rep = rep.rename(columns={"gpus": "gpus_per_replica"})
     rep["gpus"] = rep["replicas"] * rep["gpus_per_replica"]
     rep["region"] = rep["offering"].map(O["region"])
