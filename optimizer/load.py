@@ -613,7 +613,7 @@ def _finance_default(name: str) -> float:
 
 
 def _fill_offering_defaults(off: pd.DataFrame) -> pd.DataFrame:
-    """Kind defaults, and the topology defaults (docs/problem-format.md, "Topology").
+    """Kind defaults, and the topology defaults (docs/problem-format.md, "Offerings").
 
     An offering that names no fabric has none: a training cluster never spans
     two of its units. A named fabric without a bandwidth gets the fabric's

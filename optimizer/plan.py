@@ -418,7 +418,7 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     The columns are NumPy arrays gathered by position (an offering's price
     is ``price[o]`` for its row ``o`` of ``O``): a plan's tables are small,
     and pandas' cost per operation, not the arithmetic, is what a ledger of
-    a few dozen rows took (docs/performance.md).
+    a few dozen rows took (docs/performance.md, "The plan's tables in NumPy").
     """
     problem = plan.problem
     rate = problem.discount_rate

@@ -88,13 +88,16 @@ def _refresh(table: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFr
     refresh_discount = "discount" in table.columns and "period" in table.columns
     if not by_offering and not refresh_discount:
         return table
-    out = table.copy()
+    # a shallow copy: only the refreshed columns are new (pandas copies on write, so the model's tables stay)
+    out = table.copy(deep=False)
     if by_offering:
-        by = O.set_index("offering")
+        at = pd.Index(O["offering"]).get_indexer(out["offering"])
+        if (at < 0).any():
+            raise ValueError("internal error: a model table names an offering the re-priced model does not have")
         for c in cols:
-            out[c] = by[c].reindex(out["offering"]).to_numpy()
+            out[c] = O[c].to_numpy()[at]
     if refresh_discount:
-        out["discount"] = P.set_index("period")["discount"].reindex(out["period"]).to_numpy()
+        out["discount"] = P["discount"].to_numpy()[pd.Index(P["period"]).get_indexer(out["period"])]
     return out
 
 

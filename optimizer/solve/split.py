@@ -169,7 +169,7 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
     A commitment is a single integer that every period of its term uses, so
     its LP value (a fraction of a server bought) weakens every period's
     relaxation at once; with the count fixed, the solver's root cuts close
-    most of the gap (docs/performance.md, "The exact split"). Only when the
+    most of the gap (docs/performance.md, "Branching first on the commitments"). Only when the
     model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
     with at most :data:`MAX_SPLIT` values; the count the plan ``prefer``
     (default: the plan without limits) chose is tried first.
