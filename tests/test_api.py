@@ -45,9 +45,8 @@ def test_the_package_exports_the_commands():
 
 
 def test_solve_gives_dataframes_and_the_cli_json_on_the_shipped_example():
-    # q3-profiled: q3 with measured profiles (7 s a solve on the development machine; q3 itself takes
-    # about 100 s since its price of stability is 6 %, docs/performance.md, so the suite leaves it to the
-    # benchmark and the README's first command)
+    # q3-profiled: q3 with measured profiles, proven in about a third of q3's time (docs/performance.md,
+    # "Targets"), so the suite leaves q3 itself to the benchmark and the README's first command
     q3 = ROOT / "problems" / "q3-profiled.yaml"
     plan = solve(q3)
     assert plan.status.value == "optimal"
