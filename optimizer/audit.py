@@ -197,62 +197,92 @@ def _placement(plan, d: _Data) -> list[str]:
     return v
 
 
+def _sums(rows, key, value) -> dict:
+    """Σ ``value(r)`` per ``key(r)`` over ``rows`` (named tuples), keys in order of first appearance.
+
+    A plain loop: a plan's tables are small, and a pandas groupby costs more
+    per call than a loop over a few hundred rows (docs/performance.md, "The
+    plan's tables in NumPy").
+    """
+    out: dict = {}
+    for r in rows:
+        k = key(r)
+        out[k] = out.get(k, 0) + value(r)
+    return out
+
+
 def _demand(plan, d: _Data) -> list[str]:
     """Demand met in every service, bucket and period; routing within replicas; floors."""
     v = []
-    inf = plan.inference
-    rps = d.cands.inference.set_index(["service", "config", "bucket"])["rps"]
-    demand = d.pr.demand()
-    sp = pd.MultiIndex.from_product([list(d.services), d.P.index], names=["service", "period"])
-    reps = inf.groupby(["service", "period"])["replicas"].sum().reindex(sp, fill_value=0)
-    floor = pd.Series([d.services[s].min_replicas for s, _ in sp], index=sp)
-    for (s, p), n in reps[reps < floor].items():
-        v.append(f"inference {s}/{p}: {n} replicas < min {floor[(s, p)]}")
+    inf = list(plan.inference.itertuples())
+    c = d.cands.inference
+    rps = dict(zip(zip(c["service"], c["config"], c["bucket"]), c["rps"].astype(float)))
+    demand = list(d.pr.demand().itertuples())
+    reps = _sums(inf, lambda r: (r.service, r.period), lambda r: r.replicas)
+    for s in d.services:
+        for p in d.P.index:
+            n, floor = reps.get((s, p), 0), d.services[s].min_replicas
+            if n < floor:
+                v.append(f"inference {s}/{p}: {n} replicas < min {floor}")
     one = {s.name: s.buckets[0].name for s in d.pr.services if len(s.buckets) == 1}
     if one:
-        mine = inf[inf["service"].isin(list(one))]
-        keys = list(zip(mine["service"], mine["config"], mine["service"].map(one)))
-        cap = (mine["replicas"] * rps.reindex(keys).to_numpy()).groupby([mine["service"], mine["period"]]).sum()
-        need = demand[demand["service"].isin(list(one))].groupby(["service", "period"])["rps"].sum()
-        cap = cap.reindex(need.index, fill_value=0.0)
-        for (s, p), c in cap[cap < need - TOL * need.clip(lower=1)].items():
-            v.append(f"inference {s}/{p}: capacity {c:g} rps < demand {need[(s, p)]:g}")
-    many = [s.name for s in d.pr.services if len(s.buckets) > 1]
+        # a configuration without an rps for the class carries nothing
+        cap = _sums([r for r in inf if r.service in one], lambda r: (r.service, r.period),
+                    lambda r: r.replicas * rps.get((r.service, r.config, one[r.service]), 0.0))
+        need = _sums([r for r in demand if r.service in one], lambda r: (r.service, r.period), lambda r: r.rps)
+        for (s, p) in sorted(need):
+            n = need[(s, p)]
+            if cap.get((s, p), 0.0) < n - TOL * max(n, 1):
+                v.append(f"inference {s}/{p}: capacity {cap.get((s, p), 0.0):g} rps < demand {n:g}")
+    many = {s.name for s in d.pr.services if len(s.buckets) > 1}
     if many:
-        rt = plan.routing[plan.routing["service"].isin(many)]
-        need = demand[demand["service"].isin(many)].groupby(["service", "bucket", "period"])["rps"].sum()
-        got = rt.groupby(["service", "bucket", "period"])["rps"].sum().reindex(need.index, fill_value=0.0)
-        for (s, b, p), g in got[got < need - TOL * need.clip(lower=1)].items():
-            v.append(f"inference {s}/{b}/{p}: routed {g:g} < demand {need[(s, b, p)]:g}")
-        key = ["service", "config", "offering", "period"]
-        load = (rt["rps"] / rps.reindex(list(zip(rt["service"], rt["config"], rt["bucket"]))).to_numpy())
-        load = load.groupby([rt[k] for k in key]).sum()
-        have = inf.groupby(key)["replicas"].sum().reindex(load.index, fill_value=0)
-        for (s, c, o, p), used in load[load > have + TOL * have.clip(lower=1)].items():
-            v.append(f"inference {s}/{c}/{o}/{p}: routed load {used:g} replicas > {have[(s, c, o, p)]}")
+        rt = [r for r in plan.routing.itertuples() if r.service in many]
+        need = _sums([r for r in demand if r.service in many], lambda r: (r.service, r.bucket, r.period),
+                     lambda r: r.rps)
+        got = _sums(rt, lambda r: (r.service, r.bucket, r.period), lambda r: r.rps)
+        for (s, b, p) in sorted(need):
+            n = need[(s, b, p)]
+            if got.get((s, b, p), 0.0) < n - TOL * max(n, 1):
+                v.append(f"inference {s}/{b}/{p}: routed {got.get((s, b, p), 0.0):g} < demand {n:g}")
+        # replicas' worth of each configuration's routed load; a route without an rps counts for nothing
+        load = _sums([r for r in rt if (r.service, r.config, r.bucket) in rps],
+                     lambda r: (r.service, r.config, r.offering, r.period),
+                     lambda r: r.rps / rps[(r.service, r.config, r.bucket)])
+        have = _sums(inf, lambda r: (r.service, r.config, r.offering, r.period), lambda r: r.replicas)
+        for k in sorted(load):
+            h = have.get(k, 0)
+            if load[k] > h + TOL * max(h, 1):
+                v.append(f"inference {'/'.join(k)}: routed load {load[k]:g} replicas > {h}")
     return v
 
 
 def _training(plan, d: _Data) -> list[str]:
     """One configuration per job, period hours, and the whole job done (spot waste recomputed)."""
     v = []
-    tr = plan.training
+    by_job: dict[str, list] = {}
+    for r in plan.training.itertuples():
+        by_job.setdefault(r.job, []).append(r)
+    hours_of: dict = {}  # job_hours per (job, configuration, offering), looked up once
     for j in d.pr.jobs:
-        rows = tr[tr["job"] == j.name]
-        configs = set(rows["config"])
+        rows = by_job.get(j.name, [])
+        configs = {r.config for r in rows}
         if len(configs) != 1:
             v.append(f"training {j.name}: {len(configs)} configurations used (must be exactly one)")
             continue
         (c,) = configs
-        for p, g in rows.groupby("period"):
-            if _over(g["hours"].sum(), float(d.P.at[p, "hours"])):
-                v.append(f"training {j.name}/{p}: {g['hours'].sum():g} h > period hours")
+        per = _sums(rows, lambda r: r.period, lambda r: r.hours)
+        for p in sorted(per):
+            if _over(per[p], float(d.P.at[p, "hours"])):
+                v.append(f"training {j.name}/{p}: {per[p]:g} h > period hours")
         done = 0.0
-        for r in rows.itertuples():
+        for r in rows:
             waste = d.waste(r.offering, j, r.gpus)
             if waste >= 0.5:
                 v.append(f"training {j.name}: placed on spot {r.offering} with waste {waste:.2f} ≥ 0.5")
-            need = d.job_hours(j.name, c, r.offering)
+            key = (j.name, c, r.offering)
+            if key not in hours_of:
+                hours_of[key] = d.job_hours(*key)
+            need = hours_of[key]
             if need is None:
                 v.append(f"training {j.name}: no hours known for {c} on {r.offering}")
                 continue
@@ -291,33 +321,32 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
 def _capacity(plan, d: _Data, held: dict) -> list[str]:
     """Inference and training fit in what is held, clusters whole, quotas kept, period by period."""
     v = []
-    inf, tr = plan.inference, plan.training
-    I = inf.groupby(["offering", "period"])["gpus"].sum()
-    shared = tr[tr["mode"] == "shared"]
-    T = (shared["gpus"] * shared["hours"]).groupby([shared["offering"], shared["period"]]).sum()
-    keys = set(I.index) | set(T.index) | set(held)
-    for (o, p) in sorted(keys):
+    tr = list(plan.training.itertuples())
+    I = _sums(plan.inference.itertuples(), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    shared = [r for r in tr if r.mode == "shared"]
+    T = _sums(shared, lambda r: (r.offering, r.period), lambda r: r.gpus * r.hours)
+    for (o, p) in sorted(set(I) | set(T) | set(held)):
         gpus = held.get((o, p), 0.0) * d.unit_gpus(o)
         used = float(I.get((o, p), 0.0)) + float(T.get((o, p), 0.0)) / float(d.P.at[p, "hours"])
         if _over(used, gpus):
             v.append(f"capacity {o}/{p}: {used:g} GPUs used > {gpus:g} held")
-    for r in shared.itertuples():
+    for r in shared:
         free = held.get((r.offering, r.period), 0.0) * d.unit_gpus(r.offering) - float(I.get((r.offering, r.period), 0.0))
         if _over(float(r.gpus), free):
             v.append(f"training-fit {r.job} on {r.offering}/{r.period}: cluster {r.gpus} GPUs > {free:g} free")
-    hourly = tr[tr["mode"] == "hourly"]
-    for r in hourly.itertuples():
+    hourly = [r for r in tr if r.mode == "hourly"]
+    for r in hourly:
         billed = r.gpus if d.per_gpu(r.offering) else d.machines(r.offering, r.gpus)
         if int(r.billed_units) != billed:
             v.append(f"training {r.job} on {r.offering}: billed {r.billed_units} units, not {billed}")
-    q = hourly.assign(avg=hourly["billed_units"] * hourly["hours"] / hourly["period"].map(d.P["hours"]))
-    avg = q.groupby(["offering", "period"])["avg"].sum()
-    rented_keys = {k for k in held if d.O.at[k[0], "pricing"] in PAY_PER_HOUR} | set(avg.index)
-    for (o, p) in sorted(rented_keys):
+    # units rented by the hour, averaged over the period
+    avg = _sums(hourly, lambda r: (r.offering, r.period),
+                lambda r: r.billed_units * r.hours / float(d.P.at[r.period, "hours"]))
+    for (o, p) in sorted({k for k in held if d.O.at[k[0], "pricing"] in PAY_PER_HOUR} | set(avg)):
         run = held.get((o, p), 0.0) if d.O.at[o, "pricing"] in PAY_PER_HOUR else 0.0
         if _over(run + float(avg.get((o, p), 0.0)), d.quota(o)):
             v.append(f"quota {o}/{p}: {run:g} units running + {float(avg.get((o, p), 0.0)):g} hourly > max_units")
-    for r in q.itertuples():
+    for r in hourly:
         run = held.get((r.offering, r.period), 0.0)
         if _over(run + r.billed_units, d.quota(r.offering)):
             v.append(f"quota {r.offering}/{r.period}: {run:g} running + cluster {r.billed_units} > max_units")
@@ -337,29 +366,36 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
     v = []
     if plan.timetable_error:
         return [f"timetable: none can be built ({plan.timetable_error})"]
-    tr, tt = plan.training, plan.timetable
-    got = tt.groupby(["job", "period", "offering", "mode"])["hours"].sum() if len(tt) else pd.Series(dtype=float)
-    for r in tr.itertuples():
+    tt = list(plan.timetable.itertuples())
+    got = _sums(tt, lambda s: (s.job, s.period, s.offering, s.mode), lambda s: s.hours)
+    for r in plan.training.itertuples():
         laid = float(got.get((r.job, r.period, r.offering, r.mode), 0.0))
         if not _close(laid, float(r.hours), abs_=1e-4):
             v.append(f"timetable {r.job}/{r.period}/{r.offering} ({r.mode}): {laid:g} h laid out, {r.hours:g} h planned")
     tol = 1e-5
-    for s in tt.itertuples():
+    for s in tt:
         h = float(d.P.at[s.period, "hours"])
         if s.start_hour < -tol or s.end_hour > h + tol or s.end_hour < s.start_hour - tol:
             v.append(f"timetable {s.job}/{s.period}: stretch {s.start_hour:g}-{s.end_hour:g} h outside 0-{h:g} h")
-    for keys, what in ((["job", "period"], "runs twice at once"),
-                       (["offering", "period", "mode", "lane"], "lane serves two clusters at once")):
-        for k, g in tt.groupby(keys):
-            g = g.sort_values("start_hour")
-            if (g["start_hour"].to_numpy()[1:] < g["end_hour"].to_numpy()[:-1] - tol).any():
+    for key, what in ((lambda s: (s.job, s.period), "runs twice at once"),
+                      (lambda s: (s.offering, s.period, s.mode, s.lane), "lane serves two clusters at once")):
+        groups: dict = {}
+        for s in tt:
+            groups.setdefault(key(s), []).append(s)
+        for k in sorted(groups):
+            g = sorted(groups[k], key=lambda s: s.start_hour)  # stable, as one stretch after another
+            if any(b.start_hour < a.end_hour - tol for a, b in zip(g, g[1:])):
                 v.append(f"timetable {'/'.join(map(str, k))}: {what}")
-    inf = plan.inference.groupby(["offering", "period"])["gpus"].sum()
-    for (o, p), g in tt.groupby(["offering", "period"]):
-        for t0 in g["start_hour"]:
-            on = g[(g["start_hour"] <= t0 + tol) & (g["end_hour"] > t0 + tol)]
-            shared = float(on.loc[on["mode"] == "shared", "gpus"].sum())
-            hourly = float(on.loc[on["mode"] == "hourly", "billed_units"].sum())
+    inf = _sums(plan.inference.itertuples(), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    pools: dict = {}
+    for s in tt:
+        pools.setdefault((s.offering, s.period), []).append(s)
+    for (o, p) in sorted(pools):
+        g = pools[(o, p)]
+        for t0 in [s.start_hour for s in g]:
+            on = [s for s in g if s.start_hour <= t0 + tol and s.end_hour > t0 + tol]
+            shared = float(sum(s.gpus for s in on if s.mode == "shared"))
+            hourly = float(sum(s.billed_units for s in on if s.mode == "hourly"))
             units = held.get((o, p), 0.0)
             if shared and _over(shared + float(inf.get((o, p), 0.0)), units * d.unit_gpus(o)):
                 v.append(f"timetable {o}/{p} at {t0:g} h: {shared:g} training GPUs + {inf.get((o, p), 0.0):g} "
