@@ -18,7 +18,7 @@ import pandas as pd
 from .candidates import Candidates
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months, term_block,
-                                discount_factors, horizon_end_month, monthly_flow_pv)
+                                discount_factors, horizon_end_month, monthly_flow_pv, positions)
 from .model.mip import MIP
 from .schema import PAY_PER_HOUR
 from .model.presolve import Model
@@ -242,7 +242,7 @@ def _holds(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> tuple[np.nda
     holds = np.ones((len(rows), len(P)), dtype=bool)
     reserved = (rows["pricing"] == "reserved").to_numpy()
     if reserved.any():
-        term = O["term_months"].to_numpy()[O.index.get_indexer(rows["offering"][reserved])]
+        term = O["term_months"].to_numpy()[positions(O.index, rows["offering"][reserved], "offering")]
         block = rows["block"].to_numpy()[reserved].astype(int)
         holds[reserved] = term_block(month[None, :], term[:, None]) == block[:, None]
     return np.nonzero(holds)  # row-major: row order, then period order
@@ -322,6 +322,15 @@ def assumption_warnings(plan: Plan) -> list[str]:
     return out
 
 
+def _grid(O: pd.DataFrame, P: pd.DataFrame, rows: pd.DataFrame, values) -> np.ndarray:
+    """``values`` (one per row of ``rows``) summed per (offering, period): an array of offerings × periods, in
+    the order of ``O`` and ``P``."""
+    out = np.zeros((len(O), len(P)))
+    np.add.at(out, (positions(O.index, rows["offering"], "offering"), positions(P.index, rows["period"], "period")),
+              np.asarray(values, dtype=float))
+    return out
+
+
 def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) -> pd.DataFrame:
     """Units and GPUs per offering and period (offerings the plan touches).
 
@@ -330,24 +339,15 @@ def _usage(plan: Plan, O: pd.DataFrame, P: pd.DataFrame, running: pd.DataFrame) 
     training; ``capacity_gpus`` counts both. Rows in offering order, then
     period order. Summed into (offering × period) arrays by position.
     """
-    shape = (len(O), len(P))
-
-    def grid(rows: pd.DataFrame, values) -> np.ndarray:
-        """``values`` (one per row) summed per (offering, period) of the rows."""
-        out = np.zeros(shape)
-        np.add.at(out, (O.index.get_indexer(rows["offering"]), P.index.get_indexer(rows["period"])),
-                  np.asarray(values, dtype=float))
-        return out
-
     t = plan.training
-    hours = P["hours"].to_numpy(float)[P.index.get_indexer(t["period"])]
-    inference = grid(plan.inference, plan.inference["gpus"])
-    training = grid(t, t["gpus"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
-    hourly = grid(t, t["billed_units"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
-    run = grid(running, running["units"])
+    hours = P["hours"].to_numpy(float)[positions(P.index, t["period"], "period")]
+    inference = _grid(O, P, plan.inference, plan.inference["gpus"])
+    training = _grid(O, P, t, t["gpus"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
+    hourly = _grid(O, P, t, t["billed_units"].to_numpy(float) * t["hours"].to_numpy(float) / hours)
+    run = _grid(O, P, running, running["units"])
     c, p = _holds(plan.commitments, O, P)
-    held = np.zeros(shape)
-    np.add.at(held, (O.index.get_indexer(plan.commitments["offering"].to_numpy()[c]), p),
+    held = np.zeros((len(O), len(P)))
+    np.add.at(held, (positions(O.index, plan.commitments["offering"].to_numpy()[c], "offering"), p),
               plan.commitments["units"].to_numpy(float)[c])
     pricing = O["pricing"].to_numpy()
     units = np.where(np.isin(pricing, list(COMMITTED_KINDS))[:, None], held, run)
@@ -429,12 +429,11 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     end_month = horizon_end_month(P)
     end = (1.0 + rate) ** (-end_month / 12.0)
     out = _Ledger(O)
-    off = O.index
 
     def at(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
         """The positions of the rows' offerings in ``O`` and of their periods in ``P`` (None: no period)."""
-        return (off.get_indexer(rows["offering"]),
-                P.index.get_indexer(rows["period"]) if "period" in rows else None)
+        return (positions(O.index, rows["offering"], "offering"),
+                positions(P.index, rows["period"], "period") if "period" in rows else None)
 
     def on(o: np.ndarray, col: str) -> np.ndarray:
         return O[col].to_numpy(float)[o]
@@ -515,12 +514,9 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     tc, tp = _holds(own, O, P)
     to = oo[tc]
     # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
-    busy = np.zeros((len(O), len(P)))
     inf = plan.inference
-    o, p = at(inf)
-    np.add.at(busy, (o, p), num(inf, "gpus") * hours[p])
-    o, p = at(t)
-    np.add.at(busy, (o, p), num(t, "gpus") * num(t, "hours"))
+    busy = (_grid(O, P, inf, num(inf, "gpus") * hours[at(inf)[1]])
+            + _grid(O, P, t, num(t, "gpus") * num(t, "hours")))
     units = num(own, "units")[tc]
     fixed = units * on(to, "fixed_per_month") * hours[tp] / HOURS_PER_MONTH
     k = fixed != 0

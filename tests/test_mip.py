@@ -423,3 +423,13 @@ def test_a_run_without_a_count_in_a_thread_set_to_one_keeps_that_count():
 
     default, one = _in_a_new_thread(runs)
     assert default.status == one.status == Status.OPTIMAL and one.objective == pytest.approx(5.0)
+
+
+def test_positions_gather_by_row_and_a_key_the_model_lacks_is_an_error():
+    from optimizer.model.formulation import positions
+
+    index = pd.Index(["od", "res", "own"])
+    assert positions(index, ["own", "od", "own"], "offering").tolist() == [2, 0, 2]
+    # pandas says -1 for a missing key, which as a position would read the last row ("own") without a word
+    with pytest.raises(ValueError, match="internal error: offering not in the model: gone"):
+        positions(index, ["od", "gone"], "offering")

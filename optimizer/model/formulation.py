@@ -427,6 +427,19 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     return {"select": z, "run": w, "hours": t}
 
 
+def positions(index, keys, what: str) -> np.ndarray:
+    """The position in ``index`` of every one of ``keys`` (one per row), for gathering a table's columns by row.
+
+    A key ``index`` does not hold is our bug (a plan or model table naming an offering or period its model does
+    not have): it raises, where a position of −1 would silently read the last row.
+    """
+    at = pd.Index(index).get_indexer(keys)
+    if (at < 0).any():
+        missing = sorted({str(k) for k, i in zip(keys, at) if i < 0})
+        raise ValueError(f"internal error: {what} not in the model: {', '.join(missing[:5])}")
+    return at
+
+
 def term_block(month, term_months) -> np.ndarray:
     """The term block a month falls in: ⌊month ÷ term_months⌋ (block k runs from month k·term on)."""
     return np.asarray(month).astype(int) // np.asarray(term_months).astype(int)

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..candidates import Candidates
 from ..load import Problem
-from .formulation import ModelData, add_budget, add_costs, discount_factors, offering_table
+from .formulation import ModelData, add_budget, add_costs, discount_factors, offering_table, positions
 from .mip import MIP
 from .presolve import Model, build, drop_duplicate_offerings
 
@@ -91,13 +91,11 @@ def _refresh(table: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFr
     # a shallow copy: only the refreshed columns are new (pandas copies on write, so the model's tables stay)
     out = table.copy(deep=False)
     if by_offering:
-        at = pd.Index(O["offering"]).get_indexer(out["offering"])
-        if (at < 0).any():
-            raise ValueError("internal error: a model table names an offering the re-priced model does not have")
+        at = positions(O["offering"], out["offering"], "offering")
         for c in cols:
             out[c] = O[c].to_numpy()[at]
     if refresh_discount:
-        out["discount"] = P["discount"].to_numpy()[pd.Index(P["period"]).get_indexer(out["period"])]
+        out["discount"] = P["discount"].to_numpy()[positions(P["period"], out["period"], "period")]
     return out
 
 
