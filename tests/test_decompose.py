@@ -267,8 +267,8 @@ def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_
     # by hand above (21,500 and 26,000). Its LP made to look slow (10 s of a 30-s limit): the heuristics make
     # the plan (from the configurations the descent chooses), and on the CPU they leave idle the periods are
     # solved apart, whose bound is reported: above the LP (each period's units whole) and never above the
-    # optimum. (The configuration's choice is a column
-    # without a period, priced in each period at the LP's duals, so the bound is not the 26,000 above.)
+    # optimum. (The configuration's choice is a column without a period, priced in each period at the LP's
+    # duals, so the bound is not the 26,000 above.)
     # Under --threads 1 (one core asked for) nothing runs beside, and the plan is found and proven all the
     # same (before, a HiGHS scheduler left at the wrong count refused that path's searches).
     from optimizer.solve import driver

@@ -221,9 +221,7 @@ class _Run:
         else:
             _thread_count(h, threads, here=not self.in_threads_of_its_own)
         h.setOptionValue("mip_rel_gap", float(gap))
-        #: whether HiGHS probes in its presolve (:data:`PROBING_GAP`)
-        self.probing = not (self.mip_model and gap >= PROBING_GAP - 1e-12)
-        if not self.probing:
+        if self.mip_model and gap >= PROBING_GAP - 1e-12:  # no probing in its presolve (:data:`PROBING_GAP`)
             h.setOptionValue("presolve_rule_off", 1 << PROBING_RULE)
         if not restart:
             h.setOptionValue("mip_allow_restart", False)
