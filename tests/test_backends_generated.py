@@ -75,9 +75,78 @@ def test_highs_and_the_ortools_back_ends_work_one_after_the_other(tiny):
 def test_a_child_process_that_dies_is_a_solver_failure(tiny, monkeypatch):
     from optimizer.solve.backends import isolated
 
+    mip = presolve.build(tiny[0], build_candidates(tiny[0])).mip
+    monkeypatch.setattr(isolated, "_POOL", isolated._Pool())  # no child of an earlier test to hand the solve
     monkeypatch.setattr(isolated.sys, "executable", "/bin/false")
-    res = solve(presolve.build(tiny[0], build_candidates(tiny[0])).mip, solver="scip")
-    assert res.status == Status.ERROR and "child process failed" in res.message
+    res = solve(mip, solver="scip")
+    assert res.status == Status.ERROR and "child process failed" in res.message and "exit 1" in res.message
+    assert isolated._POOL.idle == []  # the dead child is not kept
+    monkeypatch.undo()
+    monkeypatch.setattr(isolated, "_POOL", isolated._Pool())
+    assert solve(mip, solver="scip").status == Status.OPTIMAL  # the next solve starts a child that works
+
+
+def test_one_child_serves_the_solves_one_after_the_other_and_one_killed_while_idle_is_replaced(tiny, monkeypatch):
+    from optimizer.solve.backends import isolated
+
+    monkeypatch.setattr(isolated, "_POOL", isolated._Pool())
+    mip = presolve.build(tiny[0], build_candidates(tiny[0])).mip
+    first = solve(mip, solver="scip", gap=1e-9)
+    [child] = isolated._POOL.idle
+    second = solve(mip, solver="scip", gap=1e-9)
+    assert isolated._POOL.idle == [child]  # the same child, not a second one
+    assert first.status == second.status == Status.OPTIMAL
+    assert second.objective == pytest.approx(first.objective, rel=1e-9)
+    child.proc.kill()
+    child.proc.wait()
+    third = solve(mip, solver="scip", gap=1e-9)  # killed from outside while idle: not this solve's failure
+    assert third.status == Status.OPTIMAL and third.objective == pytest.approx(first.objective, rel=1e-9)
+    assert len(isolated._POOL.idle) == 1 and isolated._POOL.idle[0] is not child
+    isolated._POOL.close()
+
+
+def test_a_child_that_never_answers_is_killed_at_the_hard_stop(tmp_path, monkeypatch):
+    from optimizer.solve.backends import isolated
+
+    mute = tmp_path / "mute"
+    mute.write_text("#!/bin/sh\nexec sleep 600\n")  # takes the job, never answers
+    mute.chmod(0o755)
+    monkeypatch.setattr(isolated.sys, "executable", str(mute))
+    child = isolated._Child()
+    kind, _ = child.solve({"backend": "scip"}, wall=0.5)
+    assert kind == "killed" and child.proc.poll() is not None
+    child.close()
+
+
+def test_an_exception_in_the_child_is_our_error_not_the_solvers(monkeypatch):
+    from types import SimpleNamespace
+
+    from optimizer.solve.backends import isolated
+
+    monkeypatch.setattr(isolated, "_POOL", isolated._Pool())
+    with pytest.raises(RuntimeError, match="internal error in the scip child process") as raised:
+        isolated.solve_isolated(None, "scip", arrays=SimpleNamespace())  # no arrays to build a model from
+    assert "AttributeError" in str(raised.value) and "Traceback" in str(raised.value)
+    assert len(isolated._POOL.idle) == 1  # the child caught it and serves on
+    isolated._POOL.close()
+
+
+def test_a_forked_process_never_uses_the_children_of_its_parent(tiny, monkeypatch):
+    import os
+
+    from optimizer.solve.backends import isolated
+
+    monkeypatch.setattr(isolated, "_POOL", isolated._Pool())
+    solve(presolve.build(tiny[0], build_candidates(tiny[0])).mip, solver="scip")
+    parent = isolated._POOL
+    assert len(parent.idle) == 1
+    pid = os.fork()
+    if pid == 0:  # the forked process: only look, then leave without running any exit handler
+        os._exit(0 if isolated._POOL is not parent and isolated._POOL.idle == [] else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert isolated._POOL is parent and len(parent.idle) == 1  # the parent's child is still its own
+    parent.close()
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc", "scip"])
