@@ -99,7 +99,7 @@ def test_prices_from_the_monthly_lp_give_the_bounds_worked_by_hand(tmp_path):
     assert model.mip.values("units-reserved", x)["value"].tolist() == pytest.approx([0.75])
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 4])
 def test_the_bound_at_monthly_prices_never_exceeds_the_optimum(seed, optimum):
     # generated problems with training (progress rows link the weeks) and reservations: any prices of the
     # right sign give a lower bound, so the period MIPs' bound is at most the optimum of the model solved
@@ -212,7 +212,7 @@ def test_a_plan_built_period_by_period_from_the_monthly_point(tmp_path):
     assert record["after"] == pytest.approx(26_000)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 4])
 def test_plans_built_period_by_period_meet_every_row(seed, optimum):
     # generated problems with jobs whose progress spans weeks, stable classes and reservations: the plan made
     # one period after the other meets every row of the model (checked on the model's own arrays, and by the
