@@ -292,37 +292,45 @@ def test_a_bound_is_met_to_the_digits_a_back_end_prints():
     assert violations(box(-np.inf, np.inf), np.array([1e30])) == []
 
 
-def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit():
-    # A search beside the driver's own is stopped once the driver has its answer (driver._bound_beside). A
-    # generated 4-week model (not solved by HiGHS's presolve): with the event set before the run, HiGHS stops at
-    # its first interrupt point, and the run is `time-limit` (no plan yet) or `feasible` (a plan and its
-    # bound), never `error` (HiGHS's own status for it, "interrupted by user", would have been one). With the
-    # event never set the same search runs to the optimum.
+@pytest.fixture(scope="module")
+def searched():
+    """A generated 2-week model that HiGHS's presolve does not solve (seed 3: its search takes a few seconds),
+    and the search that runs it to the optimum with its caller's event never set and a test of the bound that
+    never says "enough": (model, that search's result, every (best, bound) the test saw)."""
     import threading
 
-    p = problem(0.05, weeks=4)
+    p = problem(0.05, seed=3, weeks=2)
     mip = presolve.build(p, build_candidates(p)).mip
+    seen = []
+    full = solve(mip, "highs", gap=1e-9, threads=1, stop=threading.Event(),
+                 enough=lambda best, bound: seen.append((best, bound)))
+    assert full.status == Status.OPTIMAL and seen
+    return mip, full, seen
+
+
+def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit(searched):
+    # A search beside the driver's own is stopped once the driver has its answer (driver._bound_beside). With
+    # the event set before the run, HiGHS stops at its first interrupt point, and the run is `time-limit` (no
+    # plan yet) or `feasible` (a plan and its bound), never `error` (HiGHS's own status for it, "interrupted by
+    # user", would have been one). With the event never set the same search runs to the optimum (the fixture).
+    import threading
+
+    mip, full, _ = searched
     stop = threading.Event()
     stop.set()
     r = solve(mip, "highs", gap=1e-9, threads=1, stop=stop)
     assert r.status in (Status.TIME_LIMIT, Status.FEASIBLE), r.message
     assert "stopped by its caller" in r.message
-    full = solve(mip, "highs", gap=1e-9, threads=1, stop=threading.Event())
-    assert full.status == Status.OPTIMAL
     assert r.bound is None or r.bound <= full.objective * (1 + 1e-9)
 
 
-def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough():
+def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough(searched):
     # A relaxation solved beside the driver's search for its bound is stopped by a test of (best plan's cost,
-    # bound) at HiGHS's interrupt points (driver._for_the_plan). The same generated model as above: a test
-    # that says "enough" once a plan is in hand stops the run there (a plan, `feasible`, said as the caller's
-    # stop), and the test saw the bound never above the plan's cost and +inf before the first plan. A test that
-    # never says so lets the search run to the optimum; both runs' bounds stay below it.
-    p = problem(0.05, weeks=4)
-    mip = presolve.build(p, build_candidates(p)).mip
-    full_seen = []
-    full = solve(mip, "highs", gap=1e-9, threads=1, enough=lambda best, bound: full_seen.append((best, bound)))
-    assert full.status == Status.OPTIMAL and full_seen
+    # bound) at HiGHS's interrupt points (driver._for_the_plan). A test that says "enough" once a plan is in
+    # hand stops the run there (a plan, `feasible`, said as the caller's stop), and the test saw the bound never
+    # above the plan's cost and +inf before the first plan. A test that never says so lets the search run to
+    # the optimum (the fixture); both runs' bounds stay below it.
+    mip, full, full_seen = searched
     seen = []
 
     def at_first_plan(best, bound):
