@@ -104,30 +104,43 @@ def service_gpu_floor(d) -> pd.DataFrame:
     cached = getattr(d, "_gpu_floor", None)
     if cached is not None:
         return cached
-    opts = d.inference_options[["service", "config", "period", "gpus"]].drop_duplicates(
-        ["service", "config", "period"])
-    sp = opts.groupby(["service", "period"], as_index=False, sort=False)["gpus"].min().rename(
-        columns={"gpus": "nmin"})
-    sp = sp.merge(d.min_replicas, on=["service", "period"], how="left").fillna({"min_replicas": 0})
-    rk = opts.merge(d.rps, on=["service", "config"]).merge(
-        d.demand.rename(columns={"rps": "demand"}), on=["service", "bucket", "period"])
-    rk = rk[rk["rps"] > 0]
-    lb = {}
-    multi = rk["service"].isin(d.multi_bucket).to_numpy()
-    m = rk[multi].assign(per=lambda f: f["gpus"] / f["rps"])
-    if len(m):
-        per = m.groupby(["service", "period", "bucket"]).agg(per=("per", "min"), D=("demand", "first"))
-        lp = (per["per"] * per["D"]).groupby(level=["service", "period"]).sum()
-        lb.update({k: math.ceil(v - 1e-6) for k, v in lp.items()})
-    single = rk[~multi]
-    floors = sp.set_index(["service", "period"])["min_replicas"]
-    for (sv, p), g in single.groupby(["service", "period"], sort=False):
-        lb[(sv, p)] = min_gpus_single(float(g["demand"].iloc[0]), g["gpus"].to_numpy(), g["rps"].to_numpy(),
-                                      int(floors.get((sv, p), 0)))
-    key = list(zip(sp["service"], sp["period"]))
-    got = np.array([lb.get(k, 0) for k in key], float)
-    sp["lb"] = np.maximum(got, sp["min_replicas"].to_numpy(float) * sp["nmin"].to_numpy(float)).astype(int)
-    out = sp[["service", "period", "lb"]]
+    # plain loops over dictionaries: the tables hold tens to hundreds of rows, where each pandas merge or
+    # groupby cost about a millisecond (this function was a tenth of a small model's build)
+    io = d.inference_options
+    gpus_of: dict[tuple, int] = {}  # (service, config, period) -> GPUs of a replica, in order of appearance
+    for key, n in zip(zip(io["service"], io["config"], io["period"]), io["gpus"].tolist()):
+        gpus_of.setdefault(key, n)
+    nmin: dict[tuple, int] = {}  # (service, period) -> the fewest GPUs of a replica
+    for (sv, _c, p), n in gpus_of.items():
+        nmin[(sv, p)] = min(nmin.get((sv, p), n), n)
+    floors = dict(zip(zip(d.min_replicas["service"], d.min_replicas["period"]), d.min_replicas["min_replicas"]))
+    rates: dict[tuple, list] = {}  # (service, config) -> [(bucket, rps)]
+    for sv, c, b, r in zip(d.rps["service"], d.rps["config"], d.rps["bucket"], d.rps["rps"].tolist()):
+        rates.setdefault((sv, c), []).append((b, r))
+    demand = dict(zip(zip(d.demand["service"], d.demand["bucket"], d.demand["period"]), d.demand["rps"].tolist()))
+    per: dict[tuple, float] = {}  # multi-bucket: (service, period, bucket) -> the fewest GPUs per rps
+    single: dict[tuple, tuple] = {}  # one size: (service, period) -> (demand, [GPUs], [rps])
+    for (sv, c, p), n in gpus_of.items():
+        for b, r in rates.get((sv, c), ()):
+            D = demand.get((sv, b, p))
+            if D is None or not r > 0:
+                continue
+            if sv in d.multi_bucket:
+                per[(sv, p, b)] = min(per.get((sv, p, b), n / r), n / r)
+            else:
+                _, ns, rs = single.setdefault((sv, p), (D, [], []))
+                ns.append(n)
+                rs.append(r)
+    lp: dict[tuple, float] = {}
+    for (sv, p, b) in sorted(per):  # Σ_b D_b·min_k n_k/r_{k,b}, buckets in sorted order as pandas summed them
+        lp[(sv, p)] = lp.get((sv, p), 0.0) + per[(sv, p, b)] * demand[(sv, b, p)]
+    lb = {k: math.ceil(v - 1e-6) for k, v in lp.items()}
+    for (sv, p), (D, n, r) in single.items():
+        lb[(sv, p)] = min_gpus_single(float(D), np.array(n), np.array(r), int(floors.get((sv, p), 0)))
+    keys = list(nmin)
+    out = pd.DataFrame({"service": pd.array([k[0] for k in keys], dtype=io["service"].dtype),
+                        "period": pd.array([k[1] for k in keys], dtype=io["period"].dtype),
+                        "lb": np.array([max(lb.get(k, 0), floors.get(k, 0) * nmin[k]) for k in keys], dtype=np.int64)})
     object.__setattr__(d, "_gpu_floor", out)
     return out
 
