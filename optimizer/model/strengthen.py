@@ -169,18 +169,36 @@ def _groups(d) -> pd.DataFrame:
 def _group_floor(d, g: pd.DataFrame) -> pd.DataFrame:
     """Per (group, period): L, the sum of its services' :func:`service_gpu_floor` (column ``lb``)."""
     floor = service_gpu_floor(d)
-    lb = g[["group", "service", "period"]].drop_duplicates().merge(floor, on=["service", "period"])
-    return lb.groupby(["group", "period"], as_index=False)["lb"].sum()
+    of = dict(zip(zip(floor["service"], floor["period"]), floor["lb"].tolist()))
+    sums: dict[tuple, int] = {}
+    for group, sv, p in dict.fromkeys(zip(g["group"], g["service"], g["period"])):  # each once
+        if (sv, p) in of:
+            sums[(group, p)] = sums.get((group, p), 0) + of[(sv, p)]
+    keys = sorted(sums)  # (group, period) in order, as a groupby gives them
+    return pd.DataFrame({"group": pd.array([k[0] for k in keys], dtype=g["group"].dtype),
+                         "period": pd.array([k[1] for k in keys], dtype=g["period"].dtype),
+                         "lb": np.array([sums[k] for k in keys], dtype=floor["lb"].dtype)})
 
 
 def _held_of_groups(g: pd.DataFrame, held: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The held-units terms of every (group, period) and, per (group, period), ``Gu`` (the G every offering
     bills, NaN if they differ), ``gpus_owned`` and ``units_owned`` (existing units)."""
     h = g[["group", "period", "offering"]].drop_duplicates().merge(held, on=["offering", "period"])
-    per = h.groupby(["group", "period"]).agg(gmin=("G", "min"), gmax=("G", "max"), units_owned=("existing", "sum"))
-    per["gpus_owned"] = (h["G"] * h["existing"]).groupby([h["group"], h["period"]]).sum()
-    per["Gu"] = per["gmin"].where(per["gmin"] == per["gmax"])
-    return h, per.drop(columns=["gmin", "gmax"]).reset_index()
+    acc: dict[tuple, list] = {}  # (group, period) -> [least G, most G, existing units, existing GPUs]
+    for key, G, e in zip(zip(h["group"], h["period"]), h["G"].tolist(), h["existing"].tolist()):
+        a = acc.get(key)
+        if a is None:
+            acc[key] = [G, G, e, G * e]
+        else:
+            a[0], a[1], a[2], a[3] = min(a[0], G), max(a[1], G), a[2] + e, a[3] + G * e
+    keys = sorted(acc)  # (group, period) in order, as a groupby gives them
+    col = lambda i, dtype: np.array([acc[k][i] for k in keys], dtype=dtype)  # noqa: E731
+    per = pd.DataFrame({"group": pd.array([k[0] for k in keys], dtype=h["group"].dtype),
+                        "period": pd.array([k[1] for k in keys], dtype=h["period"].dtype),
+                        "units_owned": col(2, h["existing"].dtype),
+                        "gpus_owned": col(3, (h["G"] * h["existing"]).dtype),
+                        "Gu": np.array([acc[k][0] if acc[k][0] == acc[k][1] else np.nan for k in keys], float)})
+    return h, per
 
 
 @dataclass(frozen=True)
