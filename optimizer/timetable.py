@@ -34,6 +34,8 @@ anyway (docs/formulation.md, spot waste), and a pause costs a restart.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -66,42 +68,75 @@ def timetable(training: pd.DataFrame, lanes: pd.DataFrame, period_hours: pd.Seri
     alone in its pool runs in lane 1 of its own size. ``start_hour`` and
     ``end_hour`` count hours from the start of the period.
     """
+    # records in plain lists and dictionaries: a plan's training table has a few to a few hundred rows, where
+    # each pandas filter or groupby cost about a millisecond (this was a fifth of a small plan's tables)
+    by_period: dict = {}
+    for a in zip(*(training[c].tolist() for c in _TRAINING)):
+        by_period.setdefault(a[1], []).append(_Placement(*a))
+    pools: dict = {}
+    for o, p, mode, size, n in zip(*(lanes[c].tolist() for c in ("offering", "period", "mode", "size", "lanes"))):
+        pools.setdefault((p, o, mode), []).append((size, n))
     rows = []
-    for period, tr in training.groupby("period", sort=False):
+    for period, tr in by_period.items():
         h = float(period_hours[period])
-        machines, load = _machines(tr, lanes[lanes["period"] == period], h)
+        machines, load = _machines(tr, pools, period, h)
+        first = {}  # (job, offering, mode) -> its first row of the period
+        for a in tr:
+            first.setdefault((a.job, a.offering, a.mode), a)
         for job_i, mach_i, start, end in _open_shop(load, h):
             job = load.index[job_i]
             m = machines[mach_i]
-            a = tr[(tr["job"] == job) & (tr["offering"] == m["offering"]) & (tr["mode"] == m["mode"])].iloc[0]
-            rows.append((job, period, m["offering"], m["mode"], m["lane"], m["size"], int(a["gpus"]),
-                         int(a["billed_units"]), start, end, end - start))
+            a = first[(job, m["offering"], m["mode"])]
+            rows.append((job, period, m["offering"], m["mode"], m["lane"], m["size"], int(a.gpus),
+                         int(a.billed_units), start, end, end - start))
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.sort_values(["period", "offering", "mode", "lane", "start_hour"], ignore_index=True) \
         if len(out) else out
 
 
-def _machines(tr: pd.DataFrame, lanes: pd.DataFrame, h: float) -> tuple[list[dict], pd.DataFrame]:
-    """The period's machines (lanes, or a cluster's own) and the hours each job runs on each."""
+#: the columns of the plan's training table a timetable reads, in the order of :class:`_Placement`
+_TRAINING = ("job", "period", "offering", "mode", "gpus", "billed_units", "hours")
+
+
+class _Placement(NamedTuple):
+    """One row of the plan's training table: a job's hours on an offering in a period, in a mode."""
+
+    job: str
+    period: str
+    offering: str
+    mode: str
+    gpus: int
+    billed_units: int
+    hours: float
+
+
+def _machines(tr: list[_Placement], pools: dict, period: str, h: float) -> tuple[list[dict], pd.DataFrame]:
+    """The period's machines (lanes, or a cluster's own) and the hours each job runs on each.
+
+    ``pools`` gives the lanes of each (period, offering, mode): a list of (size, how many).
+    """
     machines: list[dict] = []
     cells: list[tuple[str, int, float]] = []
-    for (o, mode), pool in tr.groupby(["offering", "mode"], sort=False):
-        size = np.where(mode == "shared", pool["gpus"], pool["billed_units"]).astype(int)
-        pool = pool.assign(size=size)
-        mine = lanes[(lanes["offering"] == o) & (lanes["mode"] == mode)]
-        widths = sorted((int(s) for s, n in zip(mine["size"], mine["lanes"]) for _ in range(int(round(n)))),
+    by_pool: dict = {}
+    for a in tr:
+        by_pool.setdefault((a.offering, a.mode), []).append(a)
+    for (o, mode), pool in by_pool.items():
+        # a cluster's size: its GPUs in a pool of shared units, its billed units in one rented by the hour
+        sized = [(int(a.gpus if mode == "shared" else a.billed_units), a) for a in pool]
+        widths = sorted((int(s) for s, n in pools.get((period, o, mode), ()) for _ in range(int(round(n)))),
                         reverse=True)
         if not widths:  # one job's cluster alone in the pool: a machine of its own
-            for a in pool.itertuples():
-                machines.append({"offering": o, "mode": mode, "lane": 1, "size": int(a.size)})
+            for size, a in sized:
+                machines.append({"offering": o, "mode": mode, "lane": 1, "size": size})
                 cells.append((a.job, len(machines) - 1, float(a.hours)))
             continue
         first = len(machines)
         machines += [{"offering": o, "mode": mode, "lane": i + 1, "size": w} for i, w in enumerate(widths)]
         room = [h] * len(widths)
-        for a in pool.sort_values(["size", "hours", "job"], ascending=[False, False, True]).itertuples():
+        # widest first, then longest, then by name (a stable sort, as pandas' on several columns)
+        for size, a in sorted(sized, key=lambda sa: (-sa[0], -sa[1].hours, sa[1].job)):
             left = float(a.hours)
-            fit = [i for i, w in enumerate(widths) if w >= a.size]
+            fit = [i for i, w in enumerate(widths) if w >= size]
             whole = [i for i in fit if room[i] >= left - TOLERANCE]
             # whole in the fullest lane that takes it, else spread over the emptiest (fewest pieces)
             order = [min(whole, key=lambda i: room[i])] if whole else sorted(fit, key=lambda i: -room[i])
@@ -112,13 +147,14 @@ def _machines(tr: pd.DataFrame, lanes: pd.DataFrame, h: float) -> tuple[list[dic
                     room[i] -= put
                     left -= put
             if left > TOLERANCE:
-                raise NoTimetable(f"{a.job} on {o}/{a.period} ({mode}): {left:g} h of a {a.size}-wide cluster "
+                raise NoTimetable(f"{a.job} on {o}/{a.period} ({mode}): {left:g} h of a {size}-wide cluster "
                                   f"left over in lanes {widths} of {h:g} h")
     jobs = sorted({j for j, _, _ in cells})
-    load = pd.DataFrame(0.0, index=jobs, columns=range(len(machines)))
-    for j, m, hours in cells:
-        load.at[j, m] += hours
-    return machines, load
+    row = {j: i for i, j in enumerate(jobs)}
+    hours = np.zeros((len(jobs), len(machines)))
+    for j, m, put in cells:
+        hours[row[j], m] += put
+    return machines, pd.DataFrame(hours, index=jobs, columns=range(len(machines)))
 
 
 def _perfect_matching(a: np.ndarray, adj: list[list[int]], col_of_row: np.ndarray) -> bool:
