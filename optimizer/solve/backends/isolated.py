@@ -7,11 +7,10 @@ end (highspy) runs in the main process, so SCIP and CP-SAT run in a child,
 it as a pickle on its standard input, and its :class:`SolveResult` comes back
 as a pickle on a pipe of its own.
 
-Starting a child costs 1.2-1.6 s (Python, pandas, NumPy, OR-Tools), where a
-leaf of the exact split on a small model solves in 0.02-0.4 s; a SCIP solve
-of a small generated problem made six such solves and spent 9.5 of its
-10.8 s starting children. So a child serves one solve after another until
-this process ends: an idle child is handed the next solve, and a new one
+Starting a child (Python, pandas, NumPy, OR-Tools) costs far more than a
+leaf of the exact split on a small model takes to solve (docs/performance.md,
+"OR-Tools children kept between solves"). So a child serves one solve after
+another until this process ends: an idle child is handed the next solve, and a new one
 is started only when every child is busy (solves side by side from several
 threads each get their own). A process forked from this one starts its own
 children; it never talks to this one's.
