@@ -77,6 +77,7 @@ class _Child:
             if timer is not None:
                 timer.cancel()
         if killed.is_set():
+            self.proc.wait()  # killed: reap it, so that it is known to be gone when this returns
             return "killed", None
         code = self.proc.wait()
         self.stderr.seek(0)
