@@ -496,21 +496,22 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     oo, _ = at(own)
     new_units = num(own, "new_units")
     new = np.flatnonzero(new_units > 0)
-    life_h = on(oo[new], "lifetime_years") * HOURS_PER_YEAR
+    # per new row: lifetime (years, hours), capex and residual fraction; those that outlive the horizon
+    life = on(oo[new], "lifetime_years")
+    life_h = life * HOURS_PER_YEAR
     capex, resid = on(oo[new], "capex"), on(oo[new], "residual_fraction")
     outlives = (life_h > H) & full
     out.add(4, oo[new], "", "depreciation", "", new_units[new] * capex * (1 - resid) * H / life_h, 0.0, c=new, sub=0)
-    after = new[outlives]
+    after, stays = new[outlives], ~outlives
     out.add(4, oo[after], "", "depreciation-after-horizon", "",
-            new_units[after] * on(oo[after], "capex") * (1 - on(oo[after], "residual_fraction"))
-            * (1 - H / (on(oo[after], "lifetime_years") * HOURS_PER_YEAR)), 0.0, c=after, sub=1)
+            new_units[after] * capex[outlives] * (1 - resid[outlives]) * (1 - H / life_h[outlives]), 0.0, c=after,
+            sub=1)
     out.add(4, oo[new], "", "capex", "", 0.0, new_units[new] * capex, c=new, sub=2)
-    keep = new[~outlives]
-    book = new_units[keep] * on(oo[keep], "capex") * (1 - (1 - on(oo[keep], "residual_fraction")) * np.minimum(
-        1.0, H / (on(oo[keep], "lifetime_years") * HOURS_PER_YEAR)))
+    keep = new[stays]
+    book = new_units[keep] * capex[stays] * (1 - (1 - resid[stays]) * np.minimum(1.0, H / life_h[stays]))
     out.add(4, oo[keep], "", "book-value", "", 0.0, -book * end, c=keep, sub=3)
-    out.add(4, oo[after], "", "resale", "", 0.0, -new_units[after] * on(oo[after], "capex")
-            * on(oo[after], "residual_fraction") * (1.0 + rate) ** (-on(oo[after], "lifetime_years")), c=after, sub=3)
+    out.add(4, oo[after], "", "resale", "", 0.0,
+            -new_units[after] * capex[outlives] * resid[outlives] * (1.0 + rate) ** (-life[outlives]), c=after, sub=3)
     tc, tp = _holds(own, O, P)
     to = oo[tc]
     # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
