@@ -211,6 +211,14 @@ def _sums(rows, key, value) -> dict:
     return out
 
 
+def _groups(rows, key) -> dict:
+    """The ``rows`` (named tuples) of each ``key(r)``, keys in order of first appearance, rows in their order."""
+    out: dict = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
 def _demand(plan, d: _Data) -> list[str]:
     """Demand met in every service, bucket and period; routing within replicas; floors."""
     v = []
@@ -259,9 +267,7 @@ def _demand(plan, d: _Data) -> list[str]:
 def _training(plan, d: _Data) -> list[str]:
     """One configuration per job, period hours, and the whole job done (spot waste recomputed)."""
     v = []
-    by_job: dict[str, list] = {}
-    for r in plan.training.itertuples():
-        by_job.setdefault(r.job, []).append(r)
+    by_job = _groups(plan.training.itertuples(), lambda r: r.job)
     hours_of: dict = {}  # job_hours per (job, configuration, offering), looked up once
     for j in d.pr.jobs:
         rows = by_job.get(j.name, [])
@@ -379,17 +385,13 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
             v.append(f"timetable {s.job}/{s.period}: stretch {s.start_hour:g}-{s.end_hour:g} h outside 0-{h:g} h")
     for key, what in ((lambda s: (s.job, s.period), "runs twice at once"),
                       (lambda s: (s.offering, s.period, s.mode, s.lane), "lane serves two clusters at once")):
-        groups: dict = {}
-        for s in tt:
-            groups.setdefault(key(s), []).append(s)
+        groups = _groups(tt, key)
         for k in sorted(groups):
             g = sorted(groups[k], key=lambda s: s.start_hour)  # stable, as one stretch after another
             if any(b.start_hour < a.end_hour - tol for a, b in zip(g, g[1:])):
                 v.append(f"timetable {'/'.join(map(str, k))}: {what}")
     inf = _sums(plan.inference.itertuples(), lambda r: (r.offering, r.period), lambda r: r.gpus)
-    pools: dict = {}
-    for s in tt:
-        pools.setdefault((s.offering, s.period), []).append(s)
+    pools = _groups(tt, lambda s: (s.offering, s.period))
     for (o, p) in sorted(pools):
         g = pools[(o, p)]
         for t0 in [s.start_hour for s in g]:
