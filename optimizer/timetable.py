@@ -73,13 +73,13 @@ def timetable(training: pd.DataFrame, lanes: pd.DataFrame, period_hours: pd.Seri
     by_period: dict = {}
     for a in zip(*(training[c].tolist() for c in _TRAINING)):
         by_period.setdefault(a[1], []).append(_Placement(*a))
-    pools: dict = {}
+    lanes_of: dict = {}  # (period, offering, mode) -> [(size, how many)]
     for o, p, mode, size, n in zip(*(lanes[c].tolist() for c in ("offering", "period", "mode", "size", "lanes"))):
-        pools.setdefault((p, o, mode), []).append((size, n))
+        lanes_of.setdefault((p, o, mode), []).append((size, n))
     rows = []
     for period, tr in by_period.items():
         h = float(period_hours[period])
-        machines, load = _machines(tr, pools, period, h)
+        machines, load = _machines(tr, lanes_of, period, h)
         first = {}  # (job, offering, mode) -> its first row of the period
         for a in tr:
             first.setdefault((a.job, a.offering, a.mode), a)
@@ -110,10 +110,10 @@ class _Placement(NamedTuple):
     hours: float
 
 
-def _machines(tr: list[_Placement], pools: dict, period: str, h: float) -> tuple[list[dict], pd.DataFrame]:
+def _machines(tr: list[_Placement], lanes_of: dict, period: str, h: float) -> tuple[list[dict], pd.DataFrame]:
     """The period's machines (lanes, or a cluster's own) and the hours each job runs on each.
 
-    ``pools`` gives the lanes of each (period, offering, mode): a list of (size, how many).
+    ``lanes_of`` gives the lanes of each (period, offering, mode): a list of (size, how many).
     """
     machines: list[dict] = []
     cells: list[tuple[str, int, float]] = []
@@ -123,7 +123,7 @@ def _machines(tr: list[_Placement], pools: dict, period: str, h: float) -> tuple
     for (o, mode), pool in by_pool.items():
         # a cluster's size: its GPUs in a pool of shared units, its billed units in one rented by the hour
         sized = [(int(a.gpus if mode == "shared" else a.billed_units), a) for a in pool]
-        widths = sorted((int(s) for s, n in pools.get((period, o, mode), ()) for _ in range(int(round(n)))),
+        widths = sorted((int(s) for s, n in lanes_of.get((period, o, mode), ()) for _ in range(int(round(n)))),
                         reverse=True)
         if not widths:  # one job's cluster alone in the pool: a machine of its own
             for size, a in sized:

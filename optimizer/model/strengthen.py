@@ -192,7 +192,10 @@ def _held_of_groups(g: pd.DataFrame, held: pd.DataFrame) -> tuple[pd.DataFrame, 
         else:
             a[0], a[1], a[2], a[3] = min(a[0], G), max(a[1], G), a[2] + e, a[3] + G * e
     keys = sorted(acc)  # (group, period) in order, as a groupby gives them
-    col = lambda i, dtype: np.array([acc[k][i] for k in keys], dtype=dtype)  # noqa: E731
+
+    def col(i: int, dtype) -> np.ndarray:
+        return np.array([acc[k][i] for k in keys], dtype=dtype)
+
     per = pd.DataFrame({"group": pd.array([k[0] for k in keys], dtype=h["group"].dtype),
                         "period": pd.array([k[1] for k in keys], dtype=h["period"].dtype),
                         "units_owned": col(2, h["existing"].dtype),

@@ -102,7 +102,6 @@ class _Pool:
     """The idle children of this process, each taken by one solve at a time."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self.lock = threading.Lock()
         self.idle: list[_Child] = []
 
@@ -124,12 +123,14 @@ class _Pool:
             self.idle.append(child)
 
     def close(self) -> None:
-        """End every idle child (at exit; a busy one ends when its solve returns and this process is gone)."""
+        """End every idle child (at exit; a busy one ends when its solve returns and this process is gone).
+
+        Only this process's own children are here: a forked process gets a pool of its own (:func:`_forked`).
+        """
         with self.lock:
             children, self.idle = self.idle, []
-        if os.getpid() == self.pid:
-            for child in children:
-                child.close()
+        for child in children:
+            child.close()
 
 
 _POOL = _Pool()
