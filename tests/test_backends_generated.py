@@ -119,6 +119,7 @@ def test_a_child_that_never_answers_is_killed_at_the_hard_stop(tmp_path, monkeyp
 
 
 def test_an_exception_in_the_child_is_our_error_not_the_solvers(monkeypatch):
+    import traceback
     from types import SimpleNamespace
 
     from optimizer.solve.backends import isolated
@@ -126,7 +127,11 @@ def test_an_exception_in_the_child_is_our_error_not_the_solvers(monkeypatch):
     monkeypatch.setattr(isolated, "_POOL", isolated._Pool())
     with pytest.raises(RuntimeError, match="internal error in the scip child process") as raised:
         isolated.solve_isolated(None, "scip", arrays=SimpleNamespace())  # no arrays to build a model from
-    assert "AttributeError" in str(raised.value) and "Traceback" in str(raised.value)
+    # one line for the terminal; the child's traceback is its cause, which the internal error's file holds
+    assert "AttributeError" in str(raised.value) and "\n" not in str(raised.value)
+    assert isinstance(raised.value.__cause__, isolated.ChildTraceback)
+    written = "".join(traceback.format_exception(raised.value))  # what report_internal_error writes
+    assert "Traceback" in written and "ortools_backend" in written
     assert len(isolated._POOL.idle) == 1  # the child caught it and serves on
     isolated._POOL.close()
 

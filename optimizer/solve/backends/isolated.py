@@ -24,8 +24,11 @@ What can go wrong, and what the caller sees:
   ``1.5 × limit + 30`` s after the solve was handed in, status
   ``time-limit``, no plan;
 - our own code raises in the child: the same exception type is not
-  rebuilt; a :class:`RuntimeError` carrying the child's traceback is raised
-  here, as an internal error, never reported as the solver's failure.
+  rebuilt; a :class:`RuntimeError` naming the child's exception in one line
+  is raised here, as an internal error, never reported as the solver's
+  failure, caused by a :class:`ChildTraceback` that holds the child's
+  traceback (the command line writes it to the internal error's file, not
+  to the terminal).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ import numpy as np
 
 from ...model.mip import MIP, Arrays
 from ..result import SolveResult, Status
+
+
+class ChildTraceback(Exception):
+    """The traceback of an exception raised in the child, as its text: the cause of the parent's error."""
 
 
 class _Child:
@@ -163,7 +170,8 @@ def solve_isolated(mip: MIP | None, backend: str, time_limit: float | None = Non
         return answer
     if kind == "raised":
         pool.give_back(child)  # the child caught it and serves on
-        raise RuntimeError(f"internal error in the {backend} child process:\n{answer}")
+        last = answer.strip().splitlines()[-1]  # "ExceptionType: message"
+        raise RuntimeError(f"internal error in the {backend} child process: {last}") from ChildTraceback(answer)
     child.kill()
     if kind == "killed":
         return SolveResult(Status.TIME_LIMIT, backend,
