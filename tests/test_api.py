@@ -71,6 +71,7 @@ def test_solve_gives_the_json_of_the_command_line():
     # output, timings left out
     path = ROOT / "problems" / "rent-vs-buy-3y.yaml"
     plan = solve(path)
+    assert_audited(plan)
     d = cli_json("solve", path)
     assert d["status"] == "optimal" and len(d["inference"])
     assert untimed(json.loads(plan.to_json())) == untimed(d)
