@@ -516,7 +516,7 @@ def ledger(plan: Plan, d: ModelData, O: pd.DataFrame, P: pd.DataFrame) -> pd.Dat
     to = oo[tc]
     # busy GPU-hours per owned offering and period; the rest of the owned GPU-hours are idle
     inf = plan.inference
-    busy = (_grid(O, P, inf, num(inf, "gpus") * hours[at(inf)[1]])
+    busy = (_grid(O, P, inf, num(inf, "gpus") * hours[positions(P.index, inf["period"], "period")])
             + _grid(O, P, t, num(t, "gpus") * num(t, "hours")))
     units = num(own, "units")[tc]
     fixed = units * on(to, "fixed_per_month") * hours[tp] / HOURS_PER_MONTH
