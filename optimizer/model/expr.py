@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_object_dtype
 
 
 def lin(table: pd.DataFrame, coef: float | np.ndarray | pd.Series = 1.0, coords: list[str] | None = None,
@@ -37,10 +38,14 @@ def lin(table: pd.DataFrame, coef: float | np.ndarray | pd.Series = 1.0, coords:
     blocks names the second one differently).
     """
     keep = [c for c in table.columns if c != var] if coords is None else list(coords)
-    # one frame from the columns' arrays (their dtypes kept): a third faster than a copy plus two inserts
-    t = pd.DataFrame({**{c: table[c].array for c in keep}, "var": table[var].to_numpy(np.int64),
-                      "coef": _per_row(coef, len(table))})
-    return Expr(t, keep)
+    columns = {c: table[c].array for c in keep}
+    loose = [c for c in keep if is_object_dtype(columns[c].dtype)]
+    if loose:
+        # a column of Python objects takes the type pandas infers for it in a new table (strings: ``str``), as
+        # the terms' table of earlier versions did; the row tables keep it
+        inferred = pd.DataFrame({c: columns[c] for c in loose})
+        columns.update({c: inferred[c].array for c in loose})
+    return Expr(columns, table[var].to_numpy(np.int64), _per_row(coef, len(table)), keep)
 
 
 def _per_row(coef, n: int) -> np.ndarray:
@@ -49,31 +54,65 @@ def _per_row(coef, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(coef, dtype=float), (n,)).copy() if n else np.zeros(0)
 
 
+def concat_columns(parts: list) -> object:
+    """One column from the pieces ``parts`` (arrays of one column, in order), as ``pd.concat`` of the tables
+    holding them would give it: the pieces' own type where they share one, else pandas' common type."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    if all(p.dtype == first.dtype for p in parts):
+        return type(first)._concat_same_type(parts)
+    # pieces of different types (rare): pandas itself chooses the common type, as for the whole tables
+    return pd.concat([as_table({"c": p}) for p in parts], ignore_index=True)["c"].array
+
+
+def as_table(columns: dict) -> pd.DataFrame:
+    """A table of the arrays ``columns``, each keeping its type (a new table would infer ``str`` for a column
+    of Python strings)."""
+    return pd.DataFrame({k: pd.Series(v, dtype=object) if is_object_dtype(v.dtype) else v
+                         for k, v in columns.items()})
+
+
 @dataclass
 class Expr:
-    """Σ coef·var per row; ``terms`` has the row coordinates ``coords``, ``var`` and ``coef``."""
+    """Σ coef·var per row: one term per entry of ``var`` and ``coef``, with its row's coordinates in ``columns``.
 
-    terms: pd.DataFrame
+    ``columns`` maps each of ``coords`` to an array of one value per term
+    (the variable tables' own column arrays: a table per term would cost a
+    DataFrame per operation, most of a small model's build).
+    """
+
+    columns: dict[str, object]
+    var: np.ndarray
+    coef: np.ndarray
     coords: list[str]
+
+    @property
+    def terms(self) -> pd.DataFrame:
+        """The terms as one table: the row coordinates, ``var`` and ``coef``."""
+        return pd.DataFrame({**{c: self.columns[c] for c in self.coords}, "var": self.var, "coef": self.coef})
 
     def __add__(self, other: "Expr") -> "Expr":
         if not isinstance(other, Expr):
             return NotImplemented
         if set(self.coords) != set(other.coords):
             raise ValueError(f"cannot add expressions over {self.coords} and {other.coords}")
-        parts = [t for t in (self.terms, other.terms[self.coords + ["var", "coef"]]) if len(t)]
-        terms = pd.concat(parts, ignore_index=True) if parts else self.terms
-        return Expr(terms, self.coords)
+        parts = [e for e in (self, other) if len(e)]
+        if len(parts) < 2:
+            # one side has no terms: the other's terms as they are (a sum over no terms adds nothing)
+            e = parts[0] if parts else self
+            return Expr({c: e.columns[c] for c in self.coords}, e.var, e.coef, self.coords)
+        return Expr({c: concat_columns([self.columns[c], other.columns[c]]) for c in self.coords},
+                    np.concatenate([self.var, other.var]), np.concatenate([self.coef, other.coef]), self.coords)
 
     def __neg__(self) -> "Expr":
-        return Expr(self.terms.assign(coef=-self.terms["coef"]), self.coords)
+        return Expr(self.columns, self.var, -self.coef, self.coords)
 
     def __sub__(self, other: "Expr") -> "Expr":
         return self + (-other)
 
     def __mul__(self, k: float | np.ndarray | pd.Series) -> "Expr":
-        return Expr(self.terms.assign(coef=self.terms["coef"].to_numpy() * _per_row(k, len(self.terms))),
-                    self.coords)
+        return Expr(self.columns, self.var, self.coef * _per_row(k, len(self)), self.coords)
 
     __rmul__ = __mul__
 
@@ -82,15 +121,15 @@ class Expr:
         missing = [c for c in by if c not in self.coords]
         if missing:
             raise ValueError(f"sum by {missing}: the expression has coordinates {self.coords}")
-        return Expr(self.terms[list(by) + ["var", "coef"]], list(by))
+        return Expr({c: self.columns[c] for c in by}, self.var, self.coef, list(by))
 
     def where(self, mask: np.ndarray | pd.Series) -> "Expr":
         """The terms where ``mask`` (one boolean per term) holds."""
         m = np.asarray(mask, dtype=bool)
-        return Expr(self.terms[m].reset_index(drop=True), self.coords)
+        return Expr({c: self.columns[c][m] for c in self.coords}, self.var[m], self.coef[m], self.coords)
 
     def __len__(self) -> int:
-        return len(self.terms)
+        return len(self.var)
 
     # comparisons build constraints ------------------------------------------
     def __le__(self, rhs) -> "Constraint":  # type: ignore[override]

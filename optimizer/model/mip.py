@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .expr import as_table, concat_columns
+
 if TYPE_CHECKING:
     from .expr import Constraint
 
@@ -199,31 +201,49 @@ class MIP:
             Rows that appear only in ``rhs`` have no terms: if zero does not
             satisfy them they are recorded in :attr:`infeasible_rows`.
         """
-        if name in self.constraints:
-            raise ValueError(f"constraint block {name} exists")
         if isinstance(terms, list):
             terms = [t for t in terms if len(t)]
             terms = pd.concat(terms, ignore_index=True) if terms else pd.DataFrame()
         keys = list(keys or [])
         if terms.empty:
-            terms = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
-                                  "var": pd.Series(dtype=np.int64), "coef": pd.Series(dtype=float)})
-        terms = terms[terms["coef"] != 0]
-        row_keys, codes = self._rows(terms, rhs, keys)
-        term_rows = codes[:len(terms)]
-        var = terms["var"].to_numpy(np.int64)
-        if len(terms) and len(pd.unique(term_rows * (int(var.max()) + 1) + var)) < len(terms):
+            self._add_rows(name, {}, np.zeros(0, np.int64), np.zeros(0), sense, rhs, keys)
+            return
+        self._add_rows(name, {k: terms[k].array for k in keys}, terms["var"].to_numpy(np.int64),
+                       terms["coef"].to_numpy(float), sense, rhs, keys)
+
+    def _add_rows(self, name: str, columns: dict, var: np.ndarray, coef: np.ndarray, sense: str,
+                  rhs: float | pd.DataFrame, keys: list[str]) -> None:
+        """:meth:`add_constraints` on terms given as arrays: ``columns`` (each of ``keys``, one value per
+        term), ``var`` and ``coef``."""
+        if name in self.constraints:
+            raise ValueError(f"constraint block {name} exists")
+        if not len(var):
+            # no terms: rows only from the right-hand side, their keys as a table without terms has them
+            columns = {k: pd.array([], dtype=object) for k in keys}
+            var, coef = np.zeros(0, np.int64), np.zeros(0)
+        nz = coef != 0
+        if not nz.all():
+            columns, var, coef = {k: v[nz] for k, v in columns.items()}, var[nz], coef[nz]
+        row_keys, codes = self._rows(columns, len(var), rhs, keys)
+        term_rows = codes[:len(var)]
+        if len(var) and len(pd.unique(term_rows * (int(var.max()) + 1) + var)) < len(var):
             # one coefficient per (row, variable): some back ends keep only the last duplicate
+            terms = as_table({**columns, "var": var, "coef": coef})
             terms = terms.groupby(keys + ["var"], as_index=False, sort=False)["coef"].sum()
             terms = terms[terms["coef"] != 0]
-            row_keys, codes = self._rows(terms, rhs, keys)
-            term_rows = codes[:len(terms)]
+            columns, var, coef = ({k: terms[k].array for k in keys}, terms["var"].to_numpy(np.int64),
+                                  terms["coef"].to_numpy(float))
+            row_keys, codes = self._rows(columns, len(var), rhs, keys)
+            term_rows = codes[:len(var)]
         if isinstance(rhs, pd.DataFrame):
             # Σ rhs per row; a rhs row with a missing key adds nothing (as pandas' groupby drops it)
             value = rhs["rhs"].to_numpy(float)
-            value = np.where(np.isnan(value) | rhs[keys].isna().any(axis=1).to_numpy(), 0.0, value)
+            missing = np.isnan(value)
+            for k in keys:
+                missing |= pd.isna(rhs[k].array)
+            value = np.where(missing, 0.0, value)
             # (float: numpy counts an empty table's sums as integers)
-            r = (np.bincount(codes[len(terms):], weights=value, minlength=len(row_keys)).astype(float) if keys
+            r = (np.bincount(codes[len(var):], weights=value, minlength=len(row_keys)).astype(float) if keys
                  else np.full(len(row_keys), float(value.sum())))
         else:
             r = np.full(len(row_keys), float(rhs))
@@ -237,15 +257,16 @@ class MIP:
             self.infeasible_rows[name] = bad
         keep = has_terms
         new_row = np.cumsum(keep) - 1
-        row_keys = row_keys[keep].reset_index(drop=True)
+        if not keep.all():
+            row_keys = row_keys[keep].reset_index(drop=True)
         start = self._n_rows
         block = ConBlock(
             name=name,
             coords=row_keys,
             start=start,
             rows=start + new_row[term_rows].astype(np.int64),
-            cols=terms["var"].to_numpy(np.int64),
-            vals=terms["coef"].to_numpy(float),
+            cols=var,
+            vals=coef,
             lower=lo[keep],
             upper=hi[keep],
             sense=sense,
@@ -254,23 +275,28 @@ class MIP:
         self._n_rows += block.size
 
     @staticmethod
-    def _rows(terms: pd.DataFrame, rhs, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-        """A block's rows: every distinct key of the terms, then of a right-hand-side table, in order of
-        appearance; and the row of each term, then of each right-hand-side line (one row and zeros without
-        keys)."""
-        every = terms[keys] if not isinstance(rhs, pd.DataFrame) else pd.concat([terms[keys], rhs[keys]],
-                                                                                 ignore_index=True)
+    def _rows(columns: dict, n: int, rhs, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+        """A block's rows: every distinct key of the ``n`` terms (``columns``), then of a right-hand-side table,
+        in order of appearance; and the row of each term, then of each right-hand-side line (one row and zeros
+        without keys)."""
+        if isinstance(rhs, pd.DataFrame):
+            # each key column as concatenating the two tables gives it (an empty one's type counts too)
+            every = {k: concat_columns([columns[k], rhs[k].array]) for k in keys}
+            n += len(rhs)
+        else:
+            every = {k: columns[k] for k in keys}
         if not keys:
-            return pd.DataFrame(index=[0]), np.zeros(len(every), dtype=np.int64)
+            return pd.DataFrame(index=pd.RangeIndex(1)), np.zeros(n, dtype=np.int64)
         codes, first = _row_codes(every, keys)
-        return every.iloc[first].reset_index(drop=True), codes
+        return as_table({k: every[k].take(first) for k in keys}), codes
 
     def add(self, name: str, con: "Constraint") -> None:
         """Add the rows of ``con`` (built with :mod:`optimizer.model.expr`) as block ``name``."""
         rhs = con.rhs
         if isinstance(rhs, pd.DataFrame) and set(rhs.columns) != set(con.lhs.coords) | {"rhs"}:
             raise ValueError(f"{name}: rhs columns {list(rhs.columns)} do not match the rows {con.lhs.coords}")
-        self.add_constraints(name, con.lhs.terms, con.sense, rhs, keys=con.lhs.coords)
+        e = con.lhs
+        self._add_rows(name, {k: e.columns[k] for k in e.coords}, e.var, e.coef, con.sense, rhs, list(e.coords))
 
     def add_slack(
         self,
@@ -411,17 +437,18 @@ class MIP:
         }
 
 
-def _row_codes(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Number the distinct values of ``keys`` in ``frame`` in order of first appearance.
+def _row_codes(columns, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct values of ``keys`` in ``columns`` (a table, or arrays by key) in order of first
+    appearance.
 
     Returns each row's number and, per number, the position of its first
     row (the rows ``drop_duplicates`` keeps). Missing values are a value of
     their own, as for ``drop_duplicates``. One factorisation per key column,
     the running code renumbered after each, so it never overflows.
     """
-    code = np.zeros(len(frame), dtype=np.int64)
+    code = np.zeros(len(columns[keys[0]]) if keys else 0, dtype=np.int64)
     for k in keys:
-        c, u = pd.factorize(frame[k], sort=False, use_na_sentinel=False)
+        c, u = pd.factorize(columns[k], sort=False, use_na_sentinel=False)
         code = pd.factorize(code * len(u) + c, sort=False)[0]
     n = int(code.max()) + 1 if len(code) else 0
     first = np.empty(n, dtype=np.int64)
