@@ -266,14 +266,14 @@ def add_inference(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     """
     opts = d.inference_options
     keys = ["service", "config", "offering", "period"]
-    x = m.add_variables("inference-replicas", opts[keys], integer=True).merge(opts, on=keys)
+    x = m.add_variables_on("inference-replicas", opts, keys, integer=True)
     single = x[~x["service"].isin(d.multi_bucket)].merge(d.rps, on=["service", "config"])
     multi = x[x["service"].isin(d.multi_bucket)]
 
     route = multi[keys + ["var"]].rename(columns={"var": "rep_var"}).merge(d.rps, on=["service", "config"])
     route = route.merge(d.demand[["service", "bucket", "period"]], on=["service", "bucket", "period"])
     rkeys = ["service", "bucket", "config", "offering", "period"]
-    f = m.add_variables("inference-routing", route[rkeys]).merge(route, on=rkeys)
+    f = m.add_variables_on("inference-routing", route, rkeys)
 
     dkeys = ["service", "bucket", "period"]
     served = lin(single, single["rps"], dkeys) + lin(f, 1.0, dkeys)
@@ -346,7 +346,7 @@ def add_stability(m: MIP, d: ModelData, inf: dict) -> dict[str, pd.DataFrame]:
     xs = x[x["service"].isin(costly["service"]) & (x["pos"] > 0)]
     if len(xs):
         keys = ["service", "config", "offering", "period"]
-        starts = m.add_variables("replica-starts", xs[keys]).merge(xs[keys + ["pos", "discount"]], on=keys)
+        starts = m.add_variables_on("replica-starts", xs[keys + ["pos", "discount"]], keys)
         starts = starts.merge(costly[["service", "replica_start_cost"]], on="service").rename(
             columns={"replica_start_cost": "start_cost"})
         prev = x[["service", "config", "offering", "pos", "var"]].assign(pos=x["pos"] + 1).rename(
@@ -364,8 +364,13 @@ def replicas_needed(d: ModelData) -> pd.DataFrame:
 
     Enough to carry all of the period's demand alone, Σ_b ⌈demand_b ÷ rps_b⌉
     rounded up as a whole, and no fewer than the floor: a plan with more is
-    never cheaper. Columns service, config, period, ub.
+    never cheaper. Columns service, config, period, ub. Computed once per
+    model data (the stability rows and presolve's bounds both read it; neither
+    changes it).
     """
+    cached = getattr(d, "_replicas_needed", None)
+    if cached is not None:
+        return cached
     opts = d.inference_options[["service", "config", "period"]].drop_duplicates()
     need = opts.merge(d.rps, on=["service", "config"]).merge(
         d.demand.rename(columns={"rps": "demand"}), on=["service", "bucket", "period"], how="left")
@@ -380,7 +385,9 @@ def replicas_needed(d: ModelData) -> pd.DataFrame:
     if costly:
         c = ub["service"].isin(costly)
         ub.loc[c, "ub"] = ub[c].groupby(["service", "config"])["ub"].transform("max")
-    return ub[["service", "config", "period", "ub"]]
+    ub = ub[["service", "config", "period", "ub"]]
+    object.__setattr__(d, "_replicas_needed", ub)
+    return ub
 
 
 def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
@@ -393,8 +400,7 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     waste), equals 1 for the chosen configuration.
     """
     tc = d.training_configs
-    z = m.add_variables("training-select", tc[["job", "config"]], upper=1.0, integer=True).merge(
-        tc, on=["job", "config"])
+    z = m.add_variables_on("training-select", tc, ["job", "config"], upper=1.0, integer=True)
     opts = d.training_options
     keys = ["job", "config", "offering", "period", "mode"]
     # a placement never runs longer than the period, nor longer than the whole job takes there (1 ÷ rate)
@@ -405,8 +411,8 @@ def add_training(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
     # selection itself, t ≤ max_hours·z (the same optimum, without binaries the LP would split)
     needs_run = ((opts["mode"] == SHARED) | opts["max_units"].notna()).to_numpy()
     ro = opts[needs_run]
-    w = m.add_variables("training-run", ro[keys], upper=1.0, integer=True).merge(ro, on=keys)
-    t = m.add_variables("training-hours", opts[keys], upper=opts["max_hours"].to_numpy()).merge(opts, on=keys)
+    w = m.add_variables_on("training-run", ro, keys, upper=1.0, integer=True)
+    t = m.add_variables_on("training-hours", opts, keys, upper=opts["max_hours"].to_numpy())
 
     # every job, so one without candidates is an empty row reported as infeasible
     m.add("training-select-one", lin(z, 1.0, ["job"]).eq(pd.DataFrame({"job": pd.Series(d.jobs, dtype=object),
@@ -476,20 +482,18 @@ def add_units(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
                      ).drop_duplicates()
     rented = O[O["pricing"].isin(PAY_PER_HOUR)][["offering", "G", "max_units", "price"]]
     run = rented.merge(need, on="offering").merge(P[["period", "hours", "discount", "pos"]], on="period")
-    y = m.add_variables("units-running", run[["offering", "period"]],
-                        upper=run["max_units"].fillna(np.inf).to_numpy(float), integer=True).merge(
-        run, on=["offering", "period"])
+    y = m.add_variables_on("units-running", run, ["offering", "period"],
+                           upper=run["max_units"].fillna(np.inf).to_numpy(float), integer=True)
 
     # reserved units per term block: a term of T months covers months [k·T, (k+1)·T); a new block
     # is a renewal, whose size may differ. A term at least as long as the horizon is one block.
     res = reserved_blocks(O, P)
-    u = m.add_variables("units-reserved", res[["offering", "block"]],
-                        upper=res["max_units"].fillna(np.inf).to_numpy(float), integer=True).merge(
-        res, on=["offering", "block"])
+    u = m.add_variables_on("units-reserved", res, ["offering", "block"],
+                           upper=res["max_units"].fillna(np.inf).to_numpy(float), integer=True)
 
     own = O[O["pricing"] == "owned"].reset_index(drop=True)
     cap = (own["max_units"] - own["existing"]).fillna(np.inf).clip(lower=0).to_numpy(float)
-    v = m.add_variables("units-owned-new", own[["offering"]], upper=cap, integer=True).merge(own, on="offering")
+    v = m.add_variables_on("units-owned-new", own, ["offering"], upper=cap, integer=True)
 
     pb = period_blocks(O, P)
     held = pd.concat([

@@ -178,6 +178,28 @@ class MIP:
         out["var"] = block.ids
         return out
 
+    def add_variables_on(
+        self,
+        name: str,
+        table: pd.DataFrame,
+        keys: list[str],
+        lower: float | np.ndarray = 0.0,
+        upper: float | np.ndarray = INF,
+        integer: bool = False,
+    ) -> pd.DataFrame:
+        """Add one variable per row of ``table``, with its ``keys`` columns as coordinates; return ``table``
+        with the ``var`` ids after the keys.
+
+        The table :meth:`add_variables` returns joined back onto ``table`` by ``keys``, without the join
+        (a join per block was a tenth of a small model's build): the keys of a variable block are unique,
+        so each row gets its own id in order. Keys that repeat are joined, as before.
+        """
+        coords = self.add_variables(name, table[keys], lower, upper, integer)
+        if len(table) and len(_row_codes(table, keys)[1]) < len(table):
+            return coords.merge(table, on=keys)
+        rest = [c for c in table.columns if c not in keys]
+        return pd.concat([coords, table[rest].reset_index(drop=True)], axis=1) if rest else coords
+
     # -- constraints --------------------------------------------------------
     def add_constraints(
         self,
