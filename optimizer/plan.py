@@ -303,9 +303,18 @@ def assumption_warnings(plan: Plan) -> list[str]:
     should be asked.
     """
     src = plan.problem.offerings
-    used = plan.usage.groupby("offering").agg(units=("units", "max"), hourly=("hourly_units", "max"))
+    # the most units each offering holds, and rents by the hour, in any period (a loop over the few rows: a
+    # grouped aggregation cost ten times as much)
+    most: dict[str, list[float]] = {}
+    for oid, units, hourly in zip(plan.usage["offering"], plan.usage["units"].tolist(),
+                                  plan.usage["hourly_units"].tolist()):
+        m = most.setdefault(oid, [np.nan, np.nan])
+        for i, v in enumerate((units, hourly)):
+            if not np.isnan(v):  # a missing value counts for nothing, as in a grouped maximum
+                m[i] = v if np.isnan(m[i]) else max(m[i], v)
     out = []
-    for oid, r in used.iterrows():
+    for oid in sorted(most):
+        r = {"units": most[oid][0], "hourly": most[oid][1]}
         if oid not in src.index:
             continue
         o = src.loc[oid]
