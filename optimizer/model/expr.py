@@ -2,8 +2,10 @@
 
 A variable block is a table: one row per variable, its coordinates, any data
 columns merged onto it, and its id in ``var``. :func:`lin` turns such a table
-and a coefficient per row into an :class:`Expr`: a table of terms, each with
-the coordinates of the row it will belong to, a variable id and a coefficient.
+and a coefficient per row into an :class:`Expr`: terms, each with the
+coordinates of the row it will belong to, a variable id and a coefficient,
+held as one array per column (the variable table's own arrays; a table per
+operation cost more than the arithmetic).
 Expressions add (``+``, ``-``), scale (``*`` by a number or a column of per-term
 numbers), and aggregate: ``e.sum("offering", "period")`` keeps those coordinates
 and sums over every other one, so each distinct (offering, period) becomes one
@@ -11,7 +13,7 @@ row. Comparing an expression with a right-hand side (a number, or a table with
 the row coordinates and ``rhs``) gives a :class:`Constraint` that
 :meth:`optimizer.model.mip.MIP.add` turns into rows::
 
-    x = m.add_variables("inference-replicas", coords, integer=True)
+    x = m.add_variables_on("inference-replicas", options, keys, integer=True)
     I = lin(x, x["gpus"]).sum("offering", "period")          # inference GPUs
     y = m.add_variables("units-running", ...)
     m.add("capacity-running", I - lin(y, y["G"]).sum("offering", "period") <= 0)

@@ -2,10 +2,12 @@
 
 Variables and constraints live in named *blocks* (``inference-replicas``,
 ``capacity-reserved``) whose rows are labelled by a coordinate table, as in
-linopy. A linear expression is a DataFrame of terms: the coordinate columns
-of the rows it belongs to, the global variable id ``var`` and ``coef``.
-Constraints are built by concatenating term tables and grouping them by the
-row coordinates, so no Python loop runs per element.
+linopy. A linear expression is a set of terms: the coordinate columns of the
+rows it belongs to, the global variable id ``var`` and ``coef``, one array
+each (:class:`optimizer.model.expr.Expr`; :meth:`MIP.add_constraints` takes
+them as a table too). Constraints are built by concatenating the terms'
+arrays and numbering the distinct row coordinates, so no Python loop runs
+per element.
 
 Backends read the assembled arrays (:meth:`MIP.arrays`): a sparse matrix in
 coordinate form, row bounds, variable bounds, integrality and the objective.
