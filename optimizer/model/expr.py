@@ -80,8 +80,8 @@ class Expr:
     """Σ coef·var per row: one term per entry of ``var`` and ``coef``, with its row's coordinates in ``columns``.
 
     ``columns`` maps each of ``coords`` to an array of one value per term
-    (the variable tables' own column arrays: a table per term would cost a
-    DataFrame per operation, most of a small model's build).
+    (the variable tables' own column arrays: a table of the terms made anew
+    by every operation was most of a small model's build).
     """
 
     columns: dict[str, object]
@@ -92,7 +92,7 @@ class Expr:
     @property
     def terms(self) -> pd.DataFrame:
         """The terms as one table: the row coordinates, ``var`` and ``coef``."""
-        return pd.DataFrame({**{c: self.columns[c] for c in self.coords}, "var": self.var, "coef": self.coef})
+        return as_table({**{c: self.columns[c] for c in self.coords}, "var": self.var, "coef": self.coef})
 
     def __add__(self, other: "Expr") -> "Expr":
         if not isinstance(other, Expr):
