@@ -178,8 +178,7 @@ def prepare(problem: Problem, cands: Candidates) -> ModelData:
     tc = cands.training
     window = pd.DataFrame([(j.name, p) for j in problem.jobs for p, m in zip(P["period"], P["month"])
                            if j.start_month <= m <= j.deadline_month], columns=["job", "period"])
-    topt = training_placements(tc, O).merge(O[["offering", "region", "provider", "interruptions"]],
-                                            on="offering")
+    topt = training_placements(tc, O)
     topt = topt[_allowed(topt, jobs, "job")]
     cp = np.array([jobs[j].checkpoint_minutes for j in topt["job"]], dtype=float)
     waste = spot_waste(topt["cluster_units"].to_numpy(float), topt["interruptions"].to_numpy(float), cp,
@@ -228,9 +227,12 @@ def training_placements(tc: pd.DataFrame, O: pd.DataFrame) -> pd.DataFrame:
     (``fabric`` not ``none``), at most ``max_cluster_units`` of them, and a
     quota (``max_units``) that holds them. The hours are those of the
     candidate row for the offering's link profile (or the one-node row).
-    ``units`` is how many *billed* units the cluster occupies.
+    ``units`` is how many *billed* units the cluster occupies. The offering's
+    ``region``, ``provider`` and ``interruptions`` come along (for the
+    workloads' filters and spot waste).
     """
-    cols = ["offering", "gpu", "G", "host", "pricing", "fabric_gbps_per_gpu", "max_cluster_units", "max_units"]
+    cols = ["offering", "gpu", "G", "host", "pricing", "fabric_gbps_per_gpu", "max_cluster_units", "max_units",
+            "region", "provider", "interruptions"]
     x = tc.drop(columns=["hours", "gpus_per_node", "fabric_gbps_per_gpu"]).drop_duplicates(["job", "config"]).merge(
         O[cols], on="gpu")
     x["cluster_units"] = np.ceil(x["gpus"] / x["host"]).astype(int)
@@ -464,9 +466,14 @@ def period_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
 def reserved_blocks(O: pd.DataFrame, P: pd.DataFrame) -> pd.DataFrame:
     """One row per (reserved offering, term block that some period falls in), with its start month."""
     pb = period_blocks(O, P).drop_duplicates(["offering", "block"])[["offering", "block"]]
-    res = pb.merge(O[O["pricing"] == "reserved"], on="offering")
+    pb = pb.sort_values(["offering", "block"]).reset_index(drop=True)
+    # each block's offering row gathered by position (an offering is one row): a join of the whole wide
+    # offering table, then a sort of it, cost ten times as much
+    reserved = O[O["pricing"] == "reserved"]
+    at = positions(reserved["offering"], pb["offering"], "reserved offering")
+    res = pd.concat([pb, reserved.drop(columns="offering").iloc[at].reset_index(drop=True)], axis=1)
     res["start_month"] = res["block"] * res["term_months"].astype(int)
-    return res.sort_values(["offering", "block"]).reset_index(drop=True)
+    return res
 
 
 def add_units(m: MIP, d: ModelData) -> dict[str, pd.DataFrame]:
