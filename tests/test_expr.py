@@ -67,3 +67,17 @@ def test_a_key_column_of_python_objects_beside_strings_takes_the_type_pandas_giv
     coords = m.constraints["per"].coords
     assert coords["period"].dtype == expected
     assert coords["period"].tolist() == ["p1", "p2"]  # p3: no terms, and 0 <= 0 holds
+
+
+def test_a_variable_table_gets_its_ids_as_joining_its_coordinates_back_would_give_them():
+    table = pd.DataFrame({"offering": ["a", "b", "a"], "G": [8, 4, 8], "period": ["p1", "p1", "p2"],
+                          "price": [1.0, 2.0, 3.0]})
+    keys = ["offering", "period"]
+    for t in (table, table.iloc[[0, 1, 2, 0]]):  # keys unique; keys repeated (then they are joined)
+        m, before = MIP(), MIP()
+        got = m.add_variables_on("x", t, keys, upper=2.0, integer=True)
+        expected = before.add_variables("x", t[keys], upper=2.0, integer=True).merge(t, on=keys)
+        pd.testing.assert_frame_equal(got, expected)
+        assert list(got.columns) == ["offering", "period", "var", "G", "price"]
+        pd.testing.assert_frame_equal(m.variables["x"].coords, before.variables["x"].coords)
+        assert m.variables["x"].upper.tolist() == [2.0] * len(t) and m.variables["x"].integer
