@@ -314,9 +314,9 @@ def assumption_warnings(plan: Plan) -> list[str]:
                 m[i] = v if np.isnan(m[i]) else max(m[i], v)
     out = []
     for oid in sorted(most):
-        r = {"units": most[oid][0], "hourly": most[oid][1]}
         if oid not in src.index:
             continue
+        units, hourly = most[oid]
         o = src.loc[oid]
         assumed = o.get("assumed")
         if isinstance(assumed, list) and assumed:
@@ -325,7 +325,7 @@ def assumption_warnings(plan: Plan) -> list[str]:
         quota_source = o.get("quota_source")
         cap = o.get("max_units")
         if (isinstance(quota_source, str) and "assumption" in quota_source.lower() and pd.notna(cap)
-                and max(r["units"], r["hourly"]) >= float(cap) - 1e-6):
+                and max(units, hourly) >= float(cap) - 1e-6):
             out.append(f"{oid}: the plan uses all {int(cap)} units its quota allows, and that quota is an "
                        f"assumed default ({quota_source}); ask the provider for the real figure")
     return out
