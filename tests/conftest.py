@@ -93,3 +93,20 @@ def optimum(tmp_path_factory, worker_id):
         return whole.objective
 
     return _optimum
+
+
+def patch_driver(monkeypatch, name: str, value) -> None:
+    """Set ``name`` to ``value`` in every module of the solve driver that looks it up.
+
+    The driver and the parts it calls (the relaxations, the fixed-configuration path, the searches beside, the
+    proofs) each read the names they use (``backend_solve``, ``cpus``, ``time``, ...) from their own globals, so a
+    spy must sit in all of them to see every call the driver makes. A name none of them has is an error, as with
+    ``monkeypatch.setattr``.
+    """
+    from optimizer.solve import beside, driver, fixed, proofs, relaxations
+
+    holders = [m for m in (driver, relaxations, fixed, beside, proofs) if hasattr(m, name)]
+    if not holders:
+        raise AttributeError(f"no module of the solve driver has {name!r}")
+    for module in holders:
+        monkeypatch.setattr(module, name, value)

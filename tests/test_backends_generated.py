@@ -314,7 +314,7 @@ def searched():
 
 
 def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit(searched):
-    # A search beside the driver's own is stopped once the driver has its answer (driver._bound_beside). With
+    # A search beside the driver's own is stopped once the driver has its answer (beside.bound_beside). With
     # the event set before the run, HiGHS stops at its first interrupt point, and the run is `time-limit` (no
     # plan yet) or `feasible` (a plan and its bound), never `error` (HiGHS's own status for it, "interrupted by
     # user", would have been one). With the event never set the same search runs to the optimum (the fixture).
@@ -331,7 +331,7 @@ def test_a_highs_search_stopped_by_its_caller_ends_as_on_a_time_limit(searched):
 
 def test_a_highs_search_stops_when_its_caller_says_its_bound_has_done_enough(searched):
     # A relaxation solved beside the driver's search for its bound is stopped by a test of (best plan's cost,
-    # bound) at HiGHS's interrupt points (driver._for_the_plan). A test that says "enough" once a plan is in
+    # bound) at HiGHS's interrupt points (beside._for_the_plan). A test that says "enough" once a plan is in
     # hand stops the run there (a plan, `feasible`, said as the caller's stop), and the test saw the bound never
     # above the plan's cost and +inf before the first plan. A test that never says so lets the search run to
     # the optimum (the fixture); both runs' bounds stay below it.

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.executors import Inline
 from optimizer.load import load_problem
@@ -26,6 +26,7 @@ from optimizer.solve.backends import Status, solve as backend_solve
 
 from test_executable_plans import assert_plan_audited
 from test_known_answers import od, svc
+from optimizer.solve import fixed as fixed_path
 
 #: the reservation example of tests/test_known_answers.py (p1 and p2 of 100 h, demand 10 and 3 rps) with each
 #: period cut into two halves of 50 h in the same month: its monthly model is that example exactly
@@ -126,7 +127,7 @@ def _lp_stopped_on_its_share(monkeypatch, driver, seen):
         return dataclasses.replace(lp, status=Status.TIME_LIMIT, objective=None, x=None, duals=None,
                                    solve_seconds=time_limit)
 
-    monkeypatch.setattr(driver, "relaxation", stopped)
+    patch_driver(monkeypatch, "relaxation", stopped)
 
 
 def test_a_model_whose_lp_stops_on_its_share_is_solved_from_the_monthly_model(tmp_path, monkeypatch):
@@ -155,7 +156,7 @@ def test_a_stable_model_whose_lp_stops_is_guided_by_the_monthly_model(tmp_path, 
     from optimizer.solve import driver
 
     _lp_stopped_on_its_share(monkeypatch, driver, [])
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     model = model_of(tmp_path, halves_problem(second_config=True))
     assert "config-used" in model.mip.variables
     r = driver.solve(model, time_limit=40.0, gap=1e-9)
@@ -173,7 +174,7 @@ def test_a_problem_with_one_period_a_month_keeps_the_whole_limit_for_its_lp(tmp_
 
     seen = []
     real = driver.relaxation
-    monkeypatch.setattr(driver, "relaxation", lambda m, s, t, th: seen.append(t) or real(m, s, t, th))
+    patch_driver(monkeypatch, "relaxation", lambda m, s, t, th: seen.append(t) or real(m, s, t, th))
     model = model_of(tmp_path, reserved_problem())
     r = driver.solve(model, time_limit=40.0)
     assert seen == [40.0] and r.objective == pytest.approx(26_000)
@@ -189,10 +190,10 @@ def _monthly_start(model):
     fixed = a.copy_bounds()
     if "config-used" in model.mip.variables:
         ids = model.mip.variables["config-used"].ids
-        keep = driver._most_used(model, lp.x, extra=0, then=lp.x)
+        keep = fixed_path.most_used(model, lp.x, extra=0, then=lp.x)
         fixed.col_hi[ids[~keep]] = 0.0
         fixed.col_lo[ids[keep]] = 1.0
-    return fixed, driver._choices_made_whole(model, fixed, lp.x)
+    return fixed, fixed_path._choices_made_whole(model, fixed, lp.x)
 
 
 def test_a_plan_built_period_by_period_from_the_monthly_point(tmp_path):
@@ -240,7 +241,7 @@ def test_the_monthly_model_takes_the_heuristics_path_however_short_the_lp_share(
 
     seen = []
     _lp_stopped_on_its_share(monkeypatch, driver, seen)
-    monkeypatch.setattr(driver, "LP_MAX_SHARE", 0.01)
+    patch_driver(monkeypatch, "LP_MAX_SHARE", 0.01)
     model = model_of(tmp_path, halves_problem(second_config=True))
     r = driver.solve(model, time_limit=40.0, gap=1e-9)
     assert seen == [pytest.approx(0.4)]

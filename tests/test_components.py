@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.executors import Dask, Inline
 from optimizer.load import load_problem
@@ -29,6 +29,7 @@ from optimizer.solve.backends import Status, solve as backend_solve
 
 from test_executable_plans import FLIP
 from test_known_answers import reserved_problem
+from optimizer.solve import fixed, relaxations
 
 
 def generated(seed: int, weeks: int = 6):
@@ -264,7 +265,7 @@ def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restriction
     assert unlimited.objective == pytest.approx(700)  # A in p1, B in p2
     lp = driver.relaxation(model, "highs")
     assert lp.objective < 1_100 - 1.0
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     cuts_done = __import__("threading").Event()
     real_cuts = driver.decompose.start_cuts
 
@@ -290,7 +291,7 @@ def test_the_cuts_follow_the_floors_search_beside_and_prove_what_the_restriction
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
                                      lp_x=lp.x, duals=lp.duals)
     assert_plan_audited(model, r)
     assert seen == {"floors": 1, "relaxation": 1, "whole": 1}
@@ -310,12 +311,12 @@ def test_the_guide_is_skipped_where_the_lp_leaves_it_too_little_time(tmp_path, m
 
     pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
     model = presolve.build(pr, build_candidates(pr))
-    lp = driver.Relaxation.LP
+    lp = relaxations.Relaxation.LP
     assert not driver.heuristics_only(model, 100.0, 1.0, lp)          # 1.0 <= 0.01 × 101
     assert driver.heuristics_only(model, 100.0, 1.02, lp)             # 1.02 > 0.01 × 101.02
     assert not driver.heuristics_only(model, None, 50.0, lp)
-    assert driver.heuristics_only(model, 100.0, 0.0, driver.Relaxation.MONTHLY)
-    monkeypatch.setattr(driver, "too_wide_to_split", lambda m: True)
+    assert driver.heuristics_only(model, 100.0, 0.0, relaxations.Relaxation.MONTHLY)
+    patch_driver(monkeypatch, "too_wide_to_split", lambda m: True)
     assert not driver.heuristics_only(model, 100.0, 5.0, lp)          # 5.0 <= 0.05 × 105: its own path
     assert driver.heuristics_only(model, 100.0, 5.3, lp)              # 5.3 > 0.05 × 105.3
 
@@ -332,9 +333,9 @@ def test_a_model_whose_lp_leaves_the_guide_too_little_time_takes_the_heuristics_
     data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
     pr = load_problem(write_problem(tmp_path, data))
     model = presolve.build(pr, build_candidates(pr), cuts=())
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     real = driver.relaxation
-    monkeypatch.setattr(driver, "relaxation", lambda *a, **k: dataclasses.replace(real(*a, **k), solve_seconds=1.0))
+    patch_driver(monkeypatch, "relaxation", lambda *a, **k: dataclasses.replace(real(*a, **k), solve_seconds=1.0))
     r = driver.solve(model, time_limit=30.0, gap=1e-9)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.executors import Dask, Inline, make_executor
 from optimizer.load import load_problem
@@ -26,6 +26,7 @@ from optimizer.solve.backends import Status
 
 from test_executable_plans import FLIP, assert_plan_audited
 from test_known_answers import reserved_problem
+from optimizer.solve import proofs
 
 
 def model_of(tmp_path, data):
@@ -238,23 +239,22 @@ def test_the_periods_bound_takes_the_place_of_the_bound_named_before():
     # the bound is 80, the gap (100 - 80) / 100 = 20 %, and the message names one source, the periods
     import pandas as pd
 
-    from optimizer.solve import driver
     from optimizer.solve.result import SolveResult
 
     r = SolveResult(Status.FEASIBLE, "highs", objective=100.0, bound=50.0, gap=0.5,
-                    message="time limit: a heuristic plan" + driver.BOUND_NAMED.format("the LP's"))
+                    message="time limit: a heuristic plan" + proofs.BOUND_NAMED.format("the LP's"))
     periods = pd.DataFrame({"part": ["p1", "p2"], "bound": [30.0, 50.0], "bound_from": ["mip", "lp"],
                             "status": ["optimal", "not finished"], "objective": [None, None], "seconds": [0.0, 0.0]})
     dec = decompose.DecompositionBound(80.0, periods, 0.0, 0.0, 2, 0.0)
-    driver._apply_decomposition(r, dec, 1e-6)
+    proofs.apply_decomposition(r, dec, 1e-6)
     assert r.bound == pytest.approx(80.0) and r.gap == pytest.approx(0.2)
     assert r.message == ("time limit: a heuristic plan; the bound is the periods solved apart (2 period models on "
                          "2 workers, 1 of them at their LP bound (not proven above it in time))")
     assert r.status == Status.FEASIBLE
     # proving 100, the plan is optimal, and its message starts so
     r = SolveResult(Status.FEASIBLE, "highs", objective=100.0, bound=50.0, gap=0.5,
-                    message="time limit: a heuristic plan" + driver.BOUND_NAMED.format("the LP's"))
-    driver._apply_decomposition(r, decompose.DecompositionBound(100.0, periods, 0.0, 0.0, 2, 0.0), 1e-6)
+                    message="time limit: a heuristic plan" + proofs.BOUND_NAMED.format("the LP's"))
+    proofs.apply_decomposition(r, decompose.DecompositionBound(100.0, periods, 0.0, 0.0, 2, 0.0), 1e-6)
     assert r.status == Status.OPTIMAL and r.gap == pytest.approx(0.0)
     assert r.message.startswith("optimal: a heuristic plan; the bound is the periods solved apart")
 
@@ -277,7 +277,7 @@ def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_
     data["inference"][0]["profiles"].append({"gpu": "H100-SXM", "gpus": 1, "rps": 0.3})
     model = model_of(tmp_path, data)
     assert "config-used" in model.mip.variables
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     real = driver.relaxation
 
     def slow_lp(*args, **kw):
@@ -285,7 +285,7 @@ def test_the_periods_are_solved_apart_beside_the_heuristics_of_a_model_whose_lp_
         assert lp.objective == pytest.approx(21_500)
         return dataclasses.replace(lp, solve_seconds=10.0)
 
-    monkeypatch.setattr(driver, "relaxation", slow_lp)
+    patch_driver(monkeypatch, "relaxation", slow_lp)
     r = driver.solve(model, time_limit=30.0, gap=1e-9, threads=threads)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(26_000)

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.load import load_problem
 from optimizer.model import presolve
@@ -26,6 +26,7 @@ from optimizer.solve.descent import choose_configurations
 from optimizer.solve.feasibility import violations
 
 from test_executable_plans import FLIP3, assert_plan_audited
+from optimizer.solve import relaxations
 
 
 def model_of(tmp_path, data):
@@ -69,7 +70,7 @@ def test_its_point_is_a_point_of_the_configuration_relaxation_which_starts_from_
     integer = np.zeros_like(floors.integer)
     integer[ids] = True
     assert violations(dataclasses.replace(floors, integer=integer), d.x) == []
-    relaxed = driver.configuration_relaxation(model, a, "highs", 30.0, 1e-9, None, start=d.x)
+    relaxed = relaxations.configuration_relaxation(model, a, "highs", 30.0, 1e-9, None, start=d.x)
     assert relaxed.status == Status.OPTIMAL and relaxed.objective == pytest.approx(1_100)
 
 
@@ -112,13 +113,13 @@ def test_on_the_heuristics_path_the_descent_chooses_what_is_fixed(tmp_path, monk
     # a model whose LP took too long for any stage: the configurations fixed are the descent's (A, 1,100 as
     # its plan), started from those the LP relaxation uses most; without the descent, the LP's own
     model = model_of(tmp_path, copy.deepcopy(FLIP3))
-    monkeypatch.setattr(driver, "heuristics_only", lambda *a, **k: True)
+    patch_driver(monkeypatch, "heuristics_only", lambda *a, **k: True)
     lp = driver.relaxation(model, "highs")
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)
     assert r.objective == pytest.approx(1_100)
     assert r.message.count("the descent over the configurations (1,100.00 after") == 1
     assert "configurations fixed to those the descent over the configurations uses most" in r.message
-    monkeypatch.setattr(driver, "HEURISTICS_DESCENT_SHARE", 0.0)
+    patch_driver(monkeypatch, "HEURISTICS_DESCENT_SHARE", 0.0)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert "descent" not in r.message and "configurations fixed to those the LP relaxation uses most" in r.message

@@ -16,22 +16,23 @@ import pandas as pd
 
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.load import load_problem
 from optimizer.solve.backends import Status
 
 from test_known_answers import od, svc
+from optimizer.solve import beside, fixed, proofs, relaxations
 
 def spy_on_solves(monkeypatch, spy) -> None:
     """Route every back-end solve of the driver and of the split (its leaves, in this process) through ``spy``.
 
-    The first-plan guesses that HiGHS searches side by side (``driver.first_plan``) go through ``spy`` one
+    The first-plan guesses that HiGHS searches side by side (``fixed.first_plan``) go through ``spy`` one
     after the other, each with the whole time, the first with a plan taken: what the side-by-side search
     returns when the guesses' first plans come in that order (tests/test_mip.py tests it itself).
     """
-    from optimizer.solve import driver, split
+    from optimizer.solve import split
 
-    monkeypatch.setattr(driver, "backend_solve", spy)
+    patch_driver(monkeypatch, "backend_solve", spy)
     monkeypatch.setattr(split, "backend_solve", spy)
 
     def one_after_the_other(arrays, time_limit, gap, threads=None):
@@ -42,21 +43,20 @@ def spy_on_solves(monkeypatch, spy) -> None:
                 return i, out
         return None, out
 
-    monkeypatch.setattr(driver, "first_plan", one_after_the_other)
+    patch_driver(monkeypatch, "first_plan", one_after_the_other)
 
 
 def spy_on_fixed_path(monkeypatch) -> list[tuple]:
     """Every hand-over to the driver's fixed-configuration path, as (its ``source``, its ``search``), in order."""
-    from optimizer.solve import driver
 
     handed = []
-    real = driver._fixed_configurations
+    real = fixed.fixed_configurations
 
     def spy(*args, **kw):
         handed.append((kw.get("source"), kw.get("search")))
         return real(*args, **kw)
 
-    monkeypatch.setattr(driver, "_fixed_configurations", spy)
+    patch_driver(monkeypatch, "fixed_configurations", spy)
     return handed
 
 
@@ -364,9 +364,8 @@ def test_with_too_little_time_after_the_guide_the_configurations_are_fixed_and_s
     # B, the configuration the plan without limits uses most, is fixed and searched (1,200), then each class is
     # given one more configuration to choose from (B or A: 1,100), and so on to every configuration: the
     # stable optimum, 1,100 (A in both periods), is still found and proven.
-    from optimizer.solve import driver
 
-    monkeypatch.setattr(driver, "SPLIT_ROOM", 1e12)
+    patch_driver(monkeypatch, "SPLIT_ROOM", 1e12)
     plan = solve(flip_with_a100(), solver="highs", time_limit=600)
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_100)
     assert "configurations fixed to those the plan without stability limits uses most" in plan.result.message
@@ -532,7 +531,7 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
         return out
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0)
     assert_plan_audited(model, r)
     assert calls[0] == (False, pytest.approx(1_200))  # the restriction: B fixed in both periods
     assert calls[1][0]  # the whole model, started from that plan
@@ -549,7 +548,7 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # the main path's searches alone, in order
+    patch_driver(monkeypatch, "BOUND_BESIDE", False)  # the main path's searches alone, in order
     calls = []
     real = driver.backend_solve
 
@@ -559,8 +558,8 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
         return out
 
     spy_on_solves(monkeypatch, spy)
-    monkeypatch.setattr(driver, "polish", lambda *args, **kw: pytest.fail("no rounds when the back end searches"))
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
+    patch_driver(monkeypatch, "polish", lambda *args, **kw: pytest.fail("no rounds when the back end searches"))
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
                                      search=True)
     assert_plan_audited(model, r)
     assert calls[0] == (False, np.inf, pytest.approx(1_200))  # the restriction's first plan
@@ -605,7 +604,7 @@ def widen_flip3(tmp_path, monkeypatch, relabel=None):
     from optimizer.solve import driver
 
     model, a, unlimited, c = flip3_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # the searches of the restrictions alone, in order
+    patch_driver(monkeypatch, "BOUND_BESIDE", False)  # the searches of the restrictions alone, in order
     calls = []
     real = driver.backend_solve
 
@@ -615,7 +614,7 @@ def widen_flip3(tmp_path, monkeypatch, relabel=None):
         return out if relabel is None else relabel(len(calls), out)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
                                      search=True)
     assert_plan_audited(model, r)
     return calls, r
@@ -641,10 +640,9 @@ def test_a_proven_restriction_is_widened_one_configuration_per_class_at_a_time(t
 def test_every_back_end_widens_a_proven_restriction(tmp_path, solver):
     # The same ladder on the other back ends (no spy: they try the first-plan guesses one after the other):
     # B fixed, 1,200; widened to B or A, 1,100; the whole stable model proves it.
-    from optimizer.solve import driver
 
     model, a, unlimited, _ = flip3_unlimited(tmp_path)
-    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, None, unlimited.bound, 0.0,
+    r = fixed.fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, None, unlimited.bound, 0.0,
                                      search=True)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
@@ -674,7 +672,7 @@ def fake_clock(monkeypatch) -> list[float]:
         def perf_counter():
             return real_clock() + offset[0]
 
-    monkeypatch.setattr(driver, "time", Clock)
+    patch_driver(monkeypatch, "time", Clock)
     return offset
 
 
@@ -687,7 +685,7 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "BOUND_BESIDE", False)  # test_a_bound_searched_beside_proves_... has it on
+    patch_driver(monkeypatch, "BOUND_BESIDE", False)  # test_a_bound_searched_beside_proves_... has it on
     offset = fake_clock(monkeypatch)
     calls = []
     real = driver.backend_solve
@@ -701,7 +699,7 @@ def test_the_restrictions_bound_is_never_reported_as_the_stable_models(tmp_path,
         return out
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
                                      root=650.0)
     assert_plan_audited(model, r)
     assert len(calls) == 2
@@ -720,7 +718,7 @@ def test_a_bound_searched_beside_proves_what_the_restrictions_cannot(tmp_path, m
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     offset = fake_clock(monkeypatch)
     main, aside = [], []
     real = driver.backend_solve
@@ -736,7 +734,7 @@ def test_a_bound_searched_beside_proves_what_the_restrictions_cannot(tmp_path, m
         return out
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     # the floors' search, then, on the same CPU while time is left, the configuration relaxation (FLIP's searches
     # take milliseconds, so it starts before the clock runs out)
@@ -766,7 +764,7 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
 
     model, a, unlimited = flip_unlimited(tmp_path)
     ids = model.mip.variables["config-used"].ids
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     real = driver.backend_solve
     seen, whole = [], {}
 
@@ -784,7 +782,7 @@ def test_the_configuration_relaxation_beside_proves_when_the_floors_search_finds
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0 if gap < 0.1 else 600.0, gap, None,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0 if gap < 0.1 else 600.0, gap, None,
                                      700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     assert seen.count("floors") == 1 and seen.count("relaxation") == 1
@@ -813,7 +811,7 @@ def test_a_bound_proven_beside_before_the_plan_proves_it_when_it_comes(tmp_path,
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     bound_in, seen = threading.Event(), []
 
     def relaxation(*args, stop=None, **kw):
@@ -821,7 +819,7 @@ def test_a_bound_proven_beside_before_the_plan_proves_it_when_it_comes(tmp_path,
         stop.wait(60.0)
         return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
     real = driver.backend_solve
 
     def spy(*args, **kw):
@@ -839,7 +837,7 @@ def test_a_bound_proven_beside_before_the_plan_proves_it_when_it_comes(tmp_path,
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, gap, None, 700.0, 0.0, search=True)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 600.0, gap, None, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     assert seen[0] == "floors" and "relaxation" in seen
     if gap > 1e-9:
@@ -866,7 +864,7 @@ def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, mo
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     started, seen = threading.Event(), {}
 
     def relaxation(*args, stop=None, **kw):
@@ -875,7 +873,7 @@ def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, mo
         seen["stopped"] = stop is not None and stop.wait(60.0)
         return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
     real = driver.backend_solve
 
     def spy(*args, **kw):
@@ -887,7 +885,7 @@ def test_the_search_beside_stops_when_the_fixed_path_has_its_answer(tmp_path, mo
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     assert isinstance(seen["event"], threading.Event) and seen["stopped"]
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
@@ -905,7 +903,7 @@ def test_a_search_beside_that_proves_the_optimum_stops_the_path_s_own(tmp_path, 
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     real = driver.backend_solve
     own, seen = [], {}
 
@@ -919,7 +917,7 @@ def test_a_search_beside_that_proves_the_optimum_stops_the_path_s_own(tmp_path, 
                            message="stopped by its caller")
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     assert len(own) == 1 and seen["stopped"]  # the restriction's search only, stopped by the proof beside
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
@@ -942,15 +940,15 @@ def test_the_floors_search_follows_the_relaxations_beside(tmp_path, monkeypatch)
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     release, order = threading.Event(), []
 
     def relaxations():
         assert release.wait(60.0)
         order.append("relaxations ended")
-        return SolveResult(Status.OPTIMAL, "highs", objective=700.0, bound=700.0), driver.HELD_UNITS
+        return SolveResult(Status.OPTIMAL, "highs", objective=700.0, bound=700.0), beside.HELD_UNITS
 
-    busy = driver._Beside.start("highs", None, relaxations)
+    busy = beside.Beside.start("highs", None, relaxations)
     real = driver.backend_solve
     starts, stopped = [], []
 
@@ -968,14 +966,14 @@ def test_the_floors_search_follows_the_relaxations_beside(tmp_path, monkeypatch)
                            message="stopped by its caller")
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
                                      busy=busy)
     assert_plan_audited(model, r)
     assert order == ["own search", "relaxations ended", "floors started"] and stopped == [True]
     assert starts == [pytest.approx(1_200)]
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert "searched beside, found 1,100.00 and proved it" in r.message
-    assert busy.result()[1] == driver.HELD_UNITS
+    assert busy.result()[1] == beside.HELD_UNITS
 
 
 def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(tmp_path, monkeypatch):
@@ -990,7 +988,7 @@ def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(
     from optimizer.solve.feasibility import objective
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     ids = model.mip.variables["config-used"].ids
     on = [None, None]
     for k in (0, 1):  # the stable optimum restricted to one configuration: A (1,100) and B (1,200)
@@ -1007,20 +1005,20 @@ def test_the_floors_search_after_the_relaxations_starts_from_the_plan_held_then(
         starts.append(objective(a, kw["start"]))
         return real(*args, **kw)
 
-    monkeypatch.setattr(driver, "backend_solve", spy)
+    patch_driver(monkeypatch, "backend_solve", spy)
     for late in (False, True):
         release = threading.Event()
-        busy = driver._Beside.start("highs", None, lambda: release.wait(60.0))
-        shared = driver._Shared(x=dear.x)
+        busy = beside.Beside.start("highs", None, lambda: release.wait(60.0))
+        shared = beside.Shared(x=dear.x)
         answered = shared.answered
         deadline = time.perf_counter() + (0.0 if late else 600.0)
-        beside = driver._bound_beside(model, a, dear.x, "highs", 600.0, 1e-9, None, deadline=deadline,
-                                      after=busy, shared=shared)
+        floors = beside.bound_beside(model, a, dear.x, "highs", 600.0, 1e-9, None, deadline=deadline,
+                                     after=busy, shared=shared)
         shared.x = cheap.x
         release.set()
-        while not beside.done():  # asked for its result, it would be stopped (the caller has its answer)
+        while not floors.done():  # asked for its result, it would be stopped (the caller has its answer)
             time.sleep(0.01)
-        searched, cuts, relaxed = beside.result()
+        searched, cuts, relaxed = floors.result()
         if late:
             assert searched is None and not answered.is_set()
         else:
@@ -1043,14 +1041,14 @@ def test_a_plan_proven_on_the_path_stops_the_relaxations_beside(tmp_path, monkey
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     stop, seen = threading.Event(), {}
 
     def relaxations():
         seen["stopped"] = stop.wait(60.0)
-        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped"), driver.HELD_UNITS
+        return SolveResult(Status.TIME_LIMIT, "highs", message="stopped"), beside.HELD_UNITS
 
-    busy = driver._Beside.start("highs", None, relaxations, stop)
+    busy = beside.Beside.start("highs", None, relaxations, stop)
     real = driver.backend_solve
     floors = []
 
@@ -1060,12 +1058,12 @@ def test_a_plan_proven_on_the_path_stops_the_relaxations_beside(tmp_path, monkey
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 600.0, 1e-9, None, 700.0, 0.0, search=True,
                                      busy=busy)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
     assert seen["stopped"] and floors == []
-    assert busy.result()[1] == driver.HELD_UNITS
+    assert busy.result()[1] == beside.HELD_UNITS
 
 
 def test_a_class_too_wide_proven_early_does_not_wait_for_its_relaxations(tmp_path, monkeypatch):
@@ -1078,8 +1076,8 @@ def test_a_class_too_wide_proven_early_does_not_wait_for_its_relaxations(tmp_pat
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
-    real = driver.configuration_relaxation
+    patch_driver(monkeypatch, "cpus", lambda: 2)
+    real = relaxations.configuration_relaxation
     seen = {}
 
     def relaxation(*args, whole=("config-used",), stop=None, **kw):
@@ -1088,7 +1086,7 @@ def test_a_class_too_wide_proven_early_does_not_wait_for_its_relaxations(tmp_pat
         seen["stopped"] = stop is not None and stop.wait(60.0)
         return SolveResult(Status.TIME_LIMIT, "highs", message="stopped")
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
     lp = driver.relaxation(model)
     r = driver.solve_stable(model, "highs", 600.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)
@@ -1114,8 +1112,8 @@ def test_a_relaxation_beside_that_proves_the_plan_stops_the_path(tmp_path, monke
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
-    real_relaxation = driver.configuration_relaxation
+    patch_driver(monkeypatch, "cpus", lambda: 2)
+    real_relaxation = relaxations.configuration_relaxation
 
     searching = threading.Event()  # the path's own search has started: its plan is in hand
 
@@ -1125,7 +1123,7 @@ def test_a_relaxation_beside_that_proves_the_plan_stops_the_path(tmp_path, monke
         out = real_relaxation(*args, whole=whole, **kw)
         return dataclasses.replace(out, bound=700.0, root_bound=700.0) if whole == ("config-used",) else out
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
     real = driver.backend_solve
     seen = {"whole stable": 0, "without limits": 0}
 
@@ -1160,11 +1158,11 @@ def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     seen = []
     real = driver.backend_solve
     spy_on_solves(monkeypatch, lambda *args, **kw: seen.append(len(kw["arrays"].row_lo)) or real(*args, **kw))
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, 1, 700.0, 0.0, search=True)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, 1, 700.0, 0.0, search=True)
     assert_plan_audited(model, r)
     assert r.objective == pytest.approx(1_100)
     assert all(n == len(a.row_lo) for n in seen)  # no search had the floors' rows
@@ -1206,14 +1204,13 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
     # unlimited plan's 700.
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
-    from optimizer.solve import driver
 
     pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
     model = presolve.build(pr, build_candidates(pr))
     a = model.mip.arrays()
     n_configs = len(model.mip.variables["config-used"].ids)
-    monkeypatch.setattr(driver, "_most_used", lambda model, x, extra=None, then=None: np.zeros(n_configs, bool))
-    r = driver._fixed_configurations(model, a, np.zeros(a.n_vars), "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    patch_driver(monkeypatch, "most_used", lambda model, x, extra=None, then=None: np.zeros(n_configs, bool))
+    r = fixed.fixed_configurations(model, a, np.zeros(a.n_vars), "highs", 30.0, 1e-9, None, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert r.status.has_plan and r.status != Status.INFEASIBLE
     assert r.objective == pytest.approx(1_100)
@@ -1223,7 +1220,7 @@ def test_an_infeasible_fixed_choice_is_not_reported_as_an_infeasible_problem(tmp
 @pytest.mark.parametrize("solver, threads", [("highs", None), ("highs", 1), ("cbc", None)])
 def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, monkeypatch, solver, threads):
     # Two guesses on FLIP under 30 s: training as the plan without limits places it, then the
-    # configurations alone. HiGHS searches them side by side, each with the whole 30 s (driver.first_plan).
+    # configurations alone. HiGHS searches them side by side, each with the whole 30 s (fixed.first_plan).
     # A back end that cannot, or HiGHS asked for one thread, gives each an equal share of what is left, the
     # last all of it: the first about 15 s (not 30), and when it comes back without a plan (stood in for
     # here) the second gets the rest.
@@ -1246,11 +1243,11 @@ def test_a_guess_that_finds_no_first_plan_leaves_time_for_the_next(tmp_path, mon
         return real(*args, **kw)
 
     spy_on_solves(monkeypatch, spy)
-    stand_in = driver.first_plan
-    monkeypatch.setattr(driver, "first_plan",
+    stand_in = fixed.first_plan
+    patch_driver(monkeypatch, "first_plan",
                         lambda arrays, time_limit, *rest: side_by_side.append((len(arrays), time_limit))
                         or stand_in(arrays, time_limit, *rest))
-    r = driver._fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, threads, 700.0, 0.0)
+    r = fixed.fixed_configurations(model, a, unlimited.x, solver, 30.0, 1e-9, threads, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert r.status.has_plan
     if solver == "highs" and threads is None:
@@ -1267,7 +1264,6 @@ def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions
     # Every guess comes back without a plan (stood in for, each with a bound of 5,000 of its restriction: a
     # restriction may hold no plan below that while the stable model does, at 1,100) and the clock runs out
     # (a fake clock jumps 1,000 s): the result has no plan, and its bound and root are the caller's (700, 650).
-    from optimizer.solve import driver
     from optimizer.solve.result import SolveResult
 
     model, a, unlimited = flip_unlimited(tmp_path)
@@ -1278,7 +1274,7 @@ def test_no_plan_and_no_time_left_reports_the_callers_bound_not_the_restrictions
                            message="no plan within the time limit")
 
     spy_on_solves(monkeypatch, spy)
-    r = driver._fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, root=650.0)
+    r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, 700.0, 0.0, root=650.0)
     assert r.status == Status.TIME_LIMIT and not r.status.has_plan
     assert r.bound == pytest.approx(700) and r.root_bound == pytest.approx(650)
 
@@ -1288,12 +1284,11 @@ def test_without_a_guide_the_configurations_stay_free(tmp_path, monkeypatch):
     # one (A and B both on) and admits no plan. FLIP's stable optimum is 1,100 (A in both periods).
     from optimizer.candidates import build_candidates
     from optimizer.model import presolve
-    from optimizer.solve import driver
 
     pr = load_problem(write_problem(tmp_path, copy.deepcopy(FLIP)))
     model = presolve.build(pr, build_candidates(pr))
     calls = record_solves(monkeypatch)
-    r = driver._fixed_configurations(model, model.mip.arrays(), None, "highs", 30.0, 1e-9, None, 700.0, 0.0)
+    r = fixed.fixed_configurations(model, model.mip.arrays(), None, "highs", 30.0, 1e-9, None, 700.0, 0.0)
     assert_plan_audited(model, r)
     assert calls[0][1] is not None  # the first solve has a plan
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_100)
@@ -1401,8 +1396,8 @@ def test_a_restriction_within_the_gap_reports_the_relaxations_bound_not_its_own(
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
-    monkeypatch.setattr(driver, "EXTRA_CANDIDATES", 0)
+    patch_driver(monkeypatch, "exact_split", lambda *args, **kw: None)
+    patch_driver(monkeypatch, "EXTRA_CANDIDATES", 0)
     r = driver.solve_stable(model, "highs", None, 0.75, None)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(1_200)
@@ -1428,7 +1423,7 @@ def test_under_a_limit_a_class_no_split_can_take_goes_to_the_fixed_configuration
 
     model, a, _ = flip_unlimited(tmp_path)
     if stood_down == "split":
-        monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
+        patch_driver(monkeypatch, "exact_split", lambda *args, **kw: None)
     else:
         monkeypatch.setattr(split, "MAX_SPLIT", 1)
     assert split.too_wide_to_split(model) is (stood_down == "class too wide")
@@ -1456,7 +1451,7 @@ def test_a_plan_within_its_limits_under_a_limit_is_proven_in_stages(tmp_path, mo
     easy["inference"][0]["demand_rps"] = {"p1": 1, "p2": 1}
     pr = load_problem(write_problem(tmp_path, easy))
     model = presolve.build(pr, build_candidates(pr))
-    monkeypatch.setattr(driver, "_fixed_configurations", lambda *args, **kw: pytest.fail("fixed path taken"))
+    patch_driver(monkeypatch, "fixed_configurations", lambda *args, **kw: pytest.fail("fixed path taken"))
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, lp_seconds=0.01)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(200)
@@ -1473,8 +1468,8 @@ def test_the_bound_of_the_model_without_limits_is_kept_when_solving_it_on_proves
     from optimizer.solve import driver
 
     model, a, _ = flip_unlimited(tmp_path)
-    monkeypatch.setattr(driver, "exact_split", lambda *args, **kw: None)
-    monkeypatch.setattr(driver, "EXTRA_CANDIDATES", 0)
+    patch_driver(monkeypatch, "exact_split", lambda *args, **kw: None)
+    patch_driver(monkeypatch, "EXTRA_CANDIDATES", 0)
     real = driver.backend_solve
     calls = []
 
@@ -1511,7 +1506,7 @@ def test_only_a_class_limited_to_one_configuration_on_several_sends_a_plan_to_th
     pr = load_problem(write_problem(tmp_path, data))
     model = presolve.build(pr, build_candidates(pr))
     a = model.mip.arrays()
-    free = driver.without_limits(model.mip, a)
+    free = relaxations.without_limits(model.mip, a)
     x = model.mip.variables["inference-replicas"]
     coords = x.coords.reset_index(drop=True)
     for gpu, period in (("A100", "p1"), ("L4", "p2")):
@@ -1539,7 +1534,7 @@ def test_a_model_whose_limits_are_above_one_keeps_the_model_without_limits(tmp_p
     model = presolve.build(pr, build_candidates(pr))
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
     assert not split.too_wide_to_split(model)
-    monkeypatch.setattr(driver, "configuration_relaxation", lambda *args, **kw: pytest.fail("relaxation taken"))
+    patch_driver(monkeypatch, "configuration_relaxation", lambda *args, **kw: pytest.fail("relaxation taken"))
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, lp_seconds=0.01)
     assert_plan_audited(model, r)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(700)
@@ -1555,15 +1550,15 @@ def test_the_configuration_relaxation_with_whole_units_is_solved_beside_for_its_
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
-    real = driver.configuration_relaxation
+    patch_driver(monkeypatch, "cpus", lambda: 2)
+    real = relaxations.configuration_relaxation
     calls = []
 
     def relaxation(*args, whole=("config-used",), **kw):
         calls.append(tuple(whole))
         return real(*args, whole=whole, **kw)
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
     lp = driver.relaxation(model)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, threads, guide=lp.x, lp_seconds=0.01)
     assert_plan_audited(model, r)
@@ -1577,30 +1572,29 @@ def test_the_bound_solved_beside_proves_where_it_is_the_best():
     # A plan of 1,100 with a bound of 900 (its search stopped on its limit): the relaxation with whole units
     # proved 1,100, so the plan is optimal and the message names that bound. A bound below 900 changes
     # nothing; one above the plan beyond round-off is a numerical failure, not a proof.
-    from optimizer.solve import driver
     from optimizer.solve.result import SolveResult
 
     def plan():
         return SolveResult(Status.FEASIBLE, "highs", objective=1_100.0, bound=900.0, gap=200 / 1_100,
-                           message="time limit: fixed" + driver.BOUND_NAMED.format("that of the LP relaxation"))
+                           message="time limit: fixed" + proofs.BOUND_NAMED.format("that of the LP relaxation"))
 
     r = plan()
-    driver._held_bound(r, (SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0),
-                           driver.HELD_UNITS), 1e-6)
+    beside.held_bound(r, (SolveResult(Status.OPTIMAL, "highs", objective=1_100.0, bound=1_100.0),
+                           beside.HELD_UNITS), 1e-6)
     assert r.status == Status.OPTIMAL and r.bound == pytest.approx(1_100) and r.gap == pytest.approx(0)
     assert r.message == ("optimal: fixed (the bound is the configuration relaxation with whole units, "
                          "solved beside)")
     r = plan()
-    driver._held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0),
-                           driver.HELD_FREE), 1e-6)
+    beside.held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=850.0),
+                           beside.HELD_FREE), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0 and "that of the LP relaxation" in r.message
     r = plan()
-    driver._held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0),
-                           driver.HELD_FREE), 1e-6)
+    beside.held_bound(r, (SolveResult(Status.FEASIBLE, "highs", objective=1_300.0, bound=1_200.0),
+                           beside.HELD_FREE), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0
     # a relaxation that reports no plan where the plan exists is numerical trouble: said, not used
     r = plan()
-    driver._held_bound(r, (SolveResult(Status.INFEASIBLE, "highs"), driver.HELD_FREE), 1e-6)
+    beside.held_bound(r, (SolveResult(Status.INFEASIBLE, "highs"), beside.HELD_FREE), 1e-6)
     assert r.status == Status.FEASIBLE and r.bound == 900.0
     assert "the model without stability limits, solved beside, reported no plan where one exists" in r.message
 
@@ -1619,27 +1613,27 @@ def test_the_model_without_limits_follows_a_configuration_relaxation_proven_besi
 
     model, a = _cover_two_configurations(tmp_path)
     assert "config-used" in model.mip.variables
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
-    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
-                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
+    units = relaxations.configuration_relaxation(model, a, "highs", None, 1e-9, 1,
+                                            whole=("config-used",) + beside.UNIT_FAMILIES)
     assert units.status == Status.OPTIMAL and units.objective == pytest.approx(3_000)
     # asked for by a caller whose plan is not proven: they run on to their end (asked with the default, they
     # would be stopped before the second starts)
-    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9,
+    held, said = beside.relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9,
                                             None).result(stop=False)
-    assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000)
-    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result(stop=False)
-    assert said == driver.HELD_UNITS and held.bound == pytest.approx(3_000)
+    assert said == beside.HELD_FREE and held.bound == pytest.approx(4_000)
+    held, said = beside.relaxations_beside(model, a, "highs", time.perf_counter(), 1e-9, None).result(stop=False)
+    assert said == beside.HELD_UNITS and held.bound == pytest.approx(3_000)
     # with the path's plan shared (the stable optimum, 4,000, searched for here): the first relaxation, whose
     # optimum (3,000) cannot prove it, is settled, and the second's bound proves it, which it says (answered)
     whole = driver.backend_solve(model.mip, solver="highs", gap=1e-9, threads=1)
     assert whole.status == Status.OPTIMAL and whole.objective == pytest.approx(4_000)
-    shared = driver._Shared(x=whole.x)
-    held, said = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-6, None,
+    shared = beside.Shared(x=whole.x)
+    held, said = beside.relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-6, None,
                                             shared).result(stop=False)
-    assert said == driver.HELD_FREE and held.bound == pytest.approx(4_000) and shared.answered.is_set()
+    assert said == beside.HELD_FREE and held.bound == pytest.approx(4_000) and shared.answered.is_set()
     # one thread asked for: nothing beside
-    assert driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, 1) is None
+    assert beside.relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, 1e-9, 1) is None
 
 
 @pytest.mark.parametrize("solver", ["cbc", "scip", "cp-sat"])
@@ -1650,7 +1644,7 @@ def test_every_back_end_solves_the_configuration_relaxation(tmp_path, monkeypatc
 
     model, a, _ = flip_unlimited(tmp_path)
     monkeypatch.setattr(split, "MAX_SPLIT", 1)
-    relaxed = driver.configuration_relaxation(model, a, solver, 30.0, 1e-9, None)
+    relaxed = relaxations.configuration_relaxation(model, a, solver, 30.0, 1e-9, None)
     assert relaxed.status == Status.OPTIMAL and relaxed.objective == pytest.approx(1_100)
     lp = driver.relaxation(model, solver)
     r = driver.solve_stable(model, solver, 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
@@ -1675,10 +1669,10 @@ def test_configurations_a_plan_leaves_unused_are_ranked_by_the_lps_traffic(tmp_p
         return driver.backend_solve(model.mip, "highs", gap=1e-9, arrays=b).x
 
     on_b, on_a, on_c = stable_on("H100"), stable_on("L4"), stable_on("A100")
-    assert list(config[driver._most_used(model, on_b, extra=0)]) == [k for k in config if k.startswith("H100")]
-    assert sorted(config[driver._most_used(model, on_b, extra=1, then=on_c)]) == sorted(
+    assert list(config[fixed.most_used(model, on_b, extra=0)]) == [k for k in config if k.startswith("H100")]
+    assert sorted(config[fixed.most_used(model, on_b, extra=1, then=on_c)]) == sorted(
         k for k in config if not k.startswith("L4"))
-    assert sorted(config[driver._most_used(model, on_b, extra=1, then=on_a)]) == sorted(
+    assert sorted(config[fixed.most_used(model, on_b, extra=1, then=on_a)]) == sorted(
         k for k in config if not k.startswith("A100"))
 
 
@@ -1724,25 +1718,24 @@ def test_the_bound_that_proves_the_path_s_plan():
     # needed and nothing proves. The cost is computed again for a new plan (800: 792 needed).
     import types
 
-    from optimizer.solve import driver
 
     a = types.SimpleNamespace(c=np.array([1.0, 2.0]), c0=0.0)
-    shared = driver._Shared(x=np.array([400.0, 300.0]))
+    shared = beside.Shared(x=np.array([400.0, 300.0]))
     assert shared.cost(a) == 1_000.0 and shared.needed(a, 0.01) == pytest.approx(990.0)
     assert not shared.proven_by(a, 989.0, 0.01) and not shared.answered.is_set()
     assert shared.proven_by(a, 990.0, 0.01) and shared.answered.is_set()
-    empty = driver._Shared()
+    empty = beside.Shared()
     assert empty.needed(a, 0.01) is None and not empty.proven_by(a, 2_000.0, 0.01)
     shared.x = np.array([400.0, 200.0])
     assert shared.cost(a) == 800.0 and shared.needed(a, 0.01) == pytest.approx(792.0)
     # a bound proven before the path has a plan is kept (the best one), and proves the plan that comes: 795
     # proves 800 at 1 %, 780 would not
-    early = driver._Shared()
+    early = beside.Shared()
     assert not early.proven_by(a, 780.0, 0.01) and not early.proven_by(a, 795.0, 0.01)
     assert not early.proven_by(a, 790.0, 0.01) and early.bound == 795.0  # the best so far, not the last
     early.x = np.array([400.0, 200.0])
     assert early.held(a, 0.01) and early.answered.is_set()
-    dear = driver._Shared(bound=780.0, x=np.array([400.0, 200.0]))
+    dear = beside.Shared(bound=780.0, x=np.array([400.0, 200.0]))
     assert not dear.held(a, 0.01) and not dear.answered.is_set()
 
 
@@ -1779,10 +1772,10 @@ def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_
     from optimizer.solve.result import SolveResult
 
     model, a = _cover_two_configurations(tmp_path)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     whole = driver.backend_solve(model.mip, solver="highs", gap=1e-9, threads=1)
     assert whole.status == Status.OPTIMAL and whole.objective == pytest.approx(4_000)
-    real = driver.configuration_relaxation
+    real = relaxations.configuration_relaxation
     cutoffs = []
 
     def relaxation(*args, cutoff=None, **kw):
@@ -1791,15 +1784,15 @@ def test_a_relaxation_beside_short_of_the_proof_is_solved_again_with_the_cutoff_
             return SolveResult(Status.OPTIMAL, "highs", objective=3_100.0, bound=2_900.0, gap=200 / 3_100)
         return real(*args, cutoff=cutoff, **kw)
 
-    monkeypatch.setattr(driver, "configuration_relaxation", relaxation)
-    shared = driver._Shared(x=whole.x)
-    held, name = driver._relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, gap, None,
+    patch_driver(monkeypatch, "configuration_relaxation", relaxation)
+    shared = beside.Shared(x=whole.x)
+    held, name = beside.relaxations_beside(model, a, "highs", time.perf_counter() + 30.0, gap, None,
                                             shared).result(stop=False)
-    assert cutoffs == [(gap, None), (driver.PROOF_GAP, pytest.approx(need))] and shared.answered.is_set()
+    assert cutoffs == [(gap, None), (beside.PROOF_GAP, pytest.approx(need))] and shared.answered.is_set()
     if said == "units":
-        assert name == driver.HELD_UNITS and held.bound == pytest.approx(need)
+        assert name == beside.HELD_UNITS and held.bound == pytest.approx(need)
     else:
-        assert name == driver.HELD_FREE and held.bound == pytest.approx(4_000)
+        assert name == beside.HELD_FREE and held.bound == pytest.approx(4_000)
 
 
 def test_within_gap_reads_the_relative_gap_and_wants_both_numbers():

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from optimizer.solve.backends import Status
 from optimizer.cli import main
 from optimizer.cli.solve import exit_code
+from conftest import patch_driver
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -190,10 +191,9 @@ def test_exit_codes(status, code):
 
 
 def test_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
-    from optimizer.solve import driver
     from optimizer.solve.backends import SolveResult
 
-    monkeypatch.setattr(driver, "backend_solve", lambda *a, **k: SolveResult(Status.TIME_LIMIT, "cbc",
+    patch_driver(monkeypatch, "backend_solve", lambda *a, **k: SolveResult(Status.TIME_LIMIT, "cbc",
                                                                             message="no plan within the limit"))
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
@@ -219,12 +219,11 @@ def test_a_solver_that_cannot_start_exits_3(tmp_path, monkeypatch):
 
 
 def test_a_bug_in_gpuopt_is_never_called_a_solver_failure(tmp_path, monkeypatch):
-    from optimizer.solve import driver
 
     def bug(*a, **k):
         raise KeyError("offering")
 
-    monkeypatch.setattr(driver, "backend_solve", bug)
+    patch_driver(monkeypatch, "backend_solve", bug)
     p = tmp_path / "p.yaml"
     p.write_text(dump(VALID))
     r = CliRunner().invoke(main, ["solve", str(p)])

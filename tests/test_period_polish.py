@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.executors import Inline, Processes
 from optimizer.load import load_problem
@@ -17,6 +17,7 @@ from optimizer.solve.result import SolveResult, Status
 
 from test_executable_plans import assert_plan_audited
 from test_known_answers import reserved_problem
+from optimizer.solve import fixed
 
 
 def audited(model, a, x) -> None:
@@ -132,11 +133,11 @@ def test_the_lp_commitments_rounded_up(tmp_path):
     lp = driver.relaxation(model)
     u = model.mip.variables["units-reserved"].ids
     assert lp.objective == pytest.approx(21_500) and lp.x[u] == pytest.approx([0.75])
-    out, rec = driver._commit_as_lp(model, a, x, lp.x, 60.0)
+    out, rec = fixed._commit_as_lp(model, a, x, lp.x, 60.0)
     assert objective(a, out) == pytest.approx(26_000) and not violations(a, out)
     audited(model, a, out)
     # a plan that already holds those counts is left to the other rounds
-    assert driver._commit_as_lp(model, a, out, lp.x, 60.0) == (None, {})
+    assert fixed._commit_as_lp(model, a, out, lp.x, 60.0) == (None, {})
 
 
 def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeypatch):
@@ -164,8 +165,8 @@ def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeyp
         calls.append(kw.get("target"))
         return dear if len(calls) == 1 else real(*args, **kw)
 
-    monkeypatch.setattr(driver, "backend_solve", first_plan_dear)
-    r = driver._fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, None, 0.0,
+    patch_driver(monkeypatch, "backend_solve", first_plan_dear)
+    r = fixed.fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, None, 0.0,
                                      source="the LP relaxation", lp_x=lp.x)
     assert calls[0] == np.inf  # the first call is the restriction's first plan
     assert r.objective == pytest.approx(26_000) and not violations(a, r.x)
@@ -175,7 +176,7 @@ def test_the_driver_recommits_a_first_plan_that_holds_too_much(tmp_path, monkeyp
 
 
 def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeypatch):
-    # driver._rounds_and_passes on the padded plan (42,000: one spare on-demand unit in each period, 8,000 each),
+    # fixed._rounds_and_passes on the padded plan (42,000: one spare on-demand unit in each period, 8,000 each),
     # with the two heuristics replaced by scripted steps to read the order they run in. The first cycle of rounds
     # drops p2's spare unit (34,000), the pass after it p1's (26,000, the optimum); the second cycle and its pass
     # find nothing, so the loop ends there: rounds, pass, rounds, pass. (Before, the rounds ran cycle after cycle
@@ -201,17 +202,17 @@ def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeyp
         return out, {"periods": 2, "improved": int(out is not x), "before": objective(a, x),
                      "after": objective(a, out), "seconds": 0.0}
 
-    monkeypatch.setattr(driver, "polish", rounds)
-    monkeypatch.setattr(driver, "polish_periods", a_pass)
+    patch_driver(monkeypatch, "polish", rounds)
+    patch_driver(monkeypatch, "polish_periods", a_pass)
     deadline = driver.time.perf_counter() + 100.0
-    out, cost, said = driver._rounds_and_passes(model, a, x42, 42_000.0, "highs", deadline, None, None, True,
+    out, cost, said = fixed._rounds_and_passes(model, a, x42, 42_000.0, "highs", deadline, None, None, True,
                                                 lambda obj: True)
     assert [c[0] for c in calls] == ["rounds", "pass", "rounds", "pass"]
     assert all(c[1] == 1 for c in calls if c[0] == "rounds")  # one cycle at a time
     # the rounds are told each offering's GPU model (the inference round is searched one GPU model at a time)
     assert gpus == [{"od": "H100-SXM", "res": "H100-SXM"}] * 2
     # each pass gets PERIOD_SHARE of the time left (100 s less what the fakes took): the whole model follows
-    assert calls[1][1] == pytest.approx(driver.PERIOD_SHARE * 100.0, abs=1.0)
+    assert calls[1][1] == pytest.approx(fixed.PERIOD_SHARE * 100.0, abs=1.0)
     assert cost == pytest.approx(26_000) and out is x26
     assert said == ("improved by fix-and-optimize from 42,000.00 (2 rounds; after each cycle a pass over the "
                     "periods: 1 period re-solved cheaper in 2 passes)")

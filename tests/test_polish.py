@@ -7,7 +7,7 @@ import copy
 import numpy as np
 import pytest
 
-from conftest import write_problem
+from conftest import write_problem, patch_driver
 from optimizer.candidates import build_candidates
 from optimizer.load import load_problem
 from optimizer.model import presolve
@@ -16,6 +16,7 @@ from optimizer.solve.backends import solve as backend_solve
 from optimizer.solve.feasibility import objective, violations
 from optimizer.solve.result import SolveResult, Status
 from test_executable_plans import FLIP, assert_plan_audited
+from optimizer.solve import fixed
 
 
 def flip_model(tmp_path):
@@ -159,13 +160,13 @@ def test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages(tmp_
     model = flip_model(tmp_path)
     lp = driver.relaxation(model)
     calls = []
-    real = driver._fixed_configurations
+    real = fixed.fixed_configurations
 
     def spy(*args, **kw):
         calls.append(kw.get("source"))
         return real(*args, **kw)
 
-    monkeypatch.setattr(driver, "_fixed_configurations", spy)
+    patch_driver(monkeypatch, "fixed_configurations", spy)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=10.0)  # 10 s of 40
     assert calls == ["the descent over the configurations"]
     assert r.objective == pytest.approx(1_100) and r.bound == pytest.approx(1_100, rel=1e-6)
@@ -215,8 +216,8 @@ def test_a_heuristic_plan_names_the_lp_relaxation_once_as_its_bound(tmp_path, mo
             return SolveResult(Status.TIME_LIMIT, "highs")
         return real(*args, arrays=arrays, **kw)
 
-    monkeypatch.setattr(driver, "backend_solve", no_whole_search)
-    r = driver._fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, lp.objective, 0.0,
+    patch_driver(monkeypatch, "backend_solve", no_whole_search)
+    r = fixed.fixed_configurations(model, a, lp.x, "highs", 30.0, 1e-9, None, lp.objective, 0.0,
                                      source="the LP relaxation", lp_x=lp.x)
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200) and not violations(a, r.x)
     assert_plan_audited(model, r)

@@ -17,6 +17,7 @@ from optimizer.solve.backends import Status
 
 from test_executable_plans import FLIP
 from test_known_answers import od
+from conftest import patch_driver
 
 
 class LastFirst:
@@ -267,11 +268,10 @@ def test_in_a_worker_of_a_lending_pool_the_leaves_borrow_idle_cpus(solve, monkey
     import threading
 
     from optimizer import executors
-    from optimizer.solve import driver
 
     lender = executors.CpuLoan(mp.get_context("spawn").Value("i", 1), share=1)
     monkeypatch.setattr(executors, "_loan", lender)
-    monkeypatch.setattr(driver, "cpus", lambda: 2)
+    patch_driver(monkeypatch, "cpus", lambda: 2)
     seen = []
     real = split.solve_leaf
     monkeypatch.setattr(split, "solve_leaf",

@@ -27,6 +27,7 @@ from test_known_answers import ONE_PERIOD, od, svc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.generate import problem as generated  # noqa: E402
+from optimizer.solve import beside, relaxations
 
 
 def _model(tmp_path, data, cuts):
@@ -251,9 +252,9 @@ def test_generated_optimum_same_with_and_without_config_floor_and_the_relaxation
     assert lp_floored >= lp_plain - 1e-6
     # the configuration relaxations, only config-used whole and with whole units too: between the LP with the
     # floors and the stable optimum
-    relaxed = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
-    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
-                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    relaxed = relaxations.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    units = relaxations.configuration_relaxation(model, a, "highs", None, 1e-9, None,
+                                            whole=("config-used",) + beside.UNIT_FAMILIES)
     assert relaxed.status == units.status == Status.OPTIMAL
     assert lp_floored - 1e-6 <= relaxed.objective <= units.objective * (1 + 1e-7)
     assert units.objective <= plain.objective * (1 + 1e-7)
@@ -285,10 +286,10 @@ def test_the_configuration_relaxation_takes_whole_configurations_where_the_lp_ta
     floored = backend_solve(None, solver="highs", arrays=a.with_rows(
         config_floor(model.mip, model.data, model.vars)).relaxed())
     assert floored.objective == pytest.approx(125)
-    r = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None)
+    r = relaxations.configuration_relaxation(model, a, "highs", None, 1e-9, None)
     assert r.status == Status.OPTIMAL and r.objective == pytest.approx(150) and r.bound == pytest.approx(150)
     assert optimum(model) == pytest.approx(150)
     # with whole units too: one whole B unit, 150 again
-    units = driver.configuration_relaxation(model, a, "highs", None, 1e-9, None,
-                                            whole=("config-used",) + driver.UNIT_FAMILIES)
+    units = relaxations.configuration_relaxation(model, a, "highs", None, 1e-9, None,
+                                            whole=("config-used",) + beside.UNIT_FAMILIES)
     assert units.objective == pytest.approx(150)

@@ -22,6 +22,7 @@ from optimizer.solve.backends import Status
 from optimizer.timetable import NoTimetable, timetable
 
 from test_known_answers import od
+from conftest import patch_driver
 
 PERIOD = [{"name": "p", "hours": 100, "month": 0}]
 FABRIC = {"fabric": "infiniband", "fabric_gbps_per_gpu": 400}
@@ -184,7 +185,7 @@ def test_the_drivers_lp_leaves_the_lanes_out_and_is_still_a_bound(tmp_path, monk
     model = presolve.build(problem, build_candidates(problem))
     assert "training-lanes-hours" in model.mip.constraints  # the lanes are in the model
     seen = []
-    monkeypatch.setattr(driver, "solve_relaxation",
+    patch_driver(monkeypatch, "solve_relaxation",
                         lambda mip, a, *rest: seen.append(a) or solve_relaxation(mip, a, *rest))
     lp = driver.relaxation(model, "highs")
     lifted = model.mip.constraints["training-lanes-hours"].ids

@@ -31,7 +31,7 @@ exact split's leaves get (:mod:`optimizer.solve.split`):
     by the hour).
 
 and (:func:`config_floor`), which the search for a bound of a large stable
-model gets (:func:`optimizer.solve.driver._fixed_configurations`):
+model gets (:func:`optimizer.solve.fixed.fixed_configurations`):
 
 ``config-floor``
     A request class limited to one configuration that sits on k has all its

@@ -106,7 +106,7 @@ def solve(model: Model, solver: str, time_limit: float | None, threads: int | No
     None when the model has nothing to merge, or when that LP has no
     optimum with duals in ``time_limit``.
     """
-    from .driver import lift  # the same rows lifted as in the LP relaxation
+    from .relaxations import lift  # the same rows lifted as in the LP relaxation
 
     merged = merge_periods(model.problem)
     if merged is None:

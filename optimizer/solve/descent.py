@@ -1,7 +1,7 @@
 """Configurations chosen one request class at a time: a descent on the restriction's LP with the floors.
 
 A heuristic for the configuration relaxation
-(:func:`optimizer.solve.driver.configuration_relaxation`) of a model no
+(:func:`optimizer.solve.relaxations.configuration_relaxation`) of a model no
 exact split can take. That relaxation keeps only ``config-used`` whole; with
 the configuration floors (:func:`optimizer.model.strengthen.config_floor`),
 a choice of one configuration per class limited to one fixes every

@@ -38,7 +38,7 @@ its restriction's optimum within the time, the restriction is widened by
 one more configuration per class to choose from (the limits on) and
 searched again from the best plan. Meanwhile, on a second CPU, the stable
 model itself, with its configuration floors, is searched for a bound
-(:func:`_bound_beside`; where the configuration relaxations already run
+(:func:`~optimizer.solve.beside.bound_beside`; where the configuration relaxations already run
 there, after them); once that search proves the stable optimum, the
 restriction's searches stop. When the LP was not cheap, the plan is first
 re-committed to the LP's commitments rounded up
@@ -49,6 +49,15 @@ round one GPU model at a time), each followed by a pass over the periods
 stable model started from the best plan; the result is reported with the
 best proven bound and a message naming each step.
 
+This module decides the order and the shares of time; the parts live apart:
+:mod:`optimizer.solve.relaxations` (the LP relaxation, the model without
+stability limits, the configuration relaxation),
+:mod:`optimizer.solve.split` (the exact split and its leaves),
+:mod:`optimizer.solve.fixed` (the fixed-configuration path),
+:mod:`optimizer.solve.beside` (the searches for a bound on the second CPU)
+and :mod:`optimizer.solve.proofs` (a bound found elsewhere applied to a
+result and named in its message).
+
 The time limit is the whole run's wall clock (docs/performance.md): the caller passes the seconds already spent, and
 :data:`AFTER_SOLVE_PER_BUILD` times as many are kept for what follows the
 solve (plan tables and audit).
@@ -57,29 +66,23 @@ solve (plan tables and audit).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import enum
-import re
-import threading
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..executors import Inline, Lending, Threads, cpus, loan
+from ..executors import Lending, Threads, cpus, loan
 from ..model.presolve import Model
-from ..model.strengthen import config_floor
 from . import coarse, decompose
+from .backends import DEFAULT_SOLVER, one_thread, settle_background, solve as backend_solve
+from .beside import Shared, beside_pool, held_bound, relaxations_beside
 from .descent import NAME as DESCENT, Descent, choose_configurations
-from .backends import (DEFAULT_SOLVER, first_plan, one_thread, settle_background, solve as backend_solve,
-                       solve_relaxation)
 from .feasibility import objective, violations
-from .neighbourhood import training_support
-from .period_polish import build_by_periods, polish_periods, recommit
-from .polish import MIN_IMPROVEMENT, ROUNDS, UNIT_FAMILIES, polish, restrict
-from .result import SolveResult, Status, best_root, bound_error, relative_gap, within_gap
-from .split import (COMMITMENTS, configuration_use, configurations_fixed, exact_split, over_one,
-                    too_wide_to_split, warm)
+from .fixed import first_plans, fixed_configurations, fixed_to_most_used, most_used
+from .proofs import apply_decomposition, held_with_bound, raise_bound
+from .relaxations import Relaxation, configuration_relaxation, lift, relaxation, without_limits
+from .result import SolveResult, Status, best_root, relative_gap, within_gap
+from .split import configuration_use, exact_split, over_one, too_wide_to_split, warm
 
 #: what follows the solve (plan tables, audit) takes about as long as the build before it
 #: (×0.25–×4: 1.0–1.45 times; docs/performance.md); 1.5 keeps the wall clock inside the limit
@@ -107,15 +110,6 @@ GUIDE_GAP = 0.1
 #: of 2.61M); the configurations the guide uses most are fixed and searched instead (2.80M; docs/performance.md,
 #: "A split with no time for its first leaf")
 SPLIT_ROOM = 5.0
-#: under a time limit, a model too large to prove (the fixed-configuration path) has the stable model with its
-#: configuration floors searched for a bound on a second CPU, beside the searches of its restrictions
-#: (:func:`_bound_beside`)
-BOUND_BESIDE = True
-#: the share of the time left that the search for a bound gets: its bound comes in the first seconds (the root of the
-#: stable model with its floors), and past them the second CPU's memory bandwidth is worth more to the searches
-#: of the restrictions (q3 + default catalog at 120 s: 74,264.56 with a quarter, 76,050.81 with half, 76,462.24
-#: with all; docs/performance.md, "Configuration floors")
-BESIDE_SHARE = 0.25
 #: on the configuration relaxation's path, the share of that relaxation's time that the descent over the
 #: configurations (:mod:`optimizer.solve.descent`) may take first; its point starts the relaxation, which gets the
 #: rest (q3 + default catalog at 60 s on a slow machine: the relaxation alone chose configurations whose plans
@@ -126,33 +120,9 @@ DESCENT_SHARE = 0.5
 #: most); bench x0.25 at 90 s on a slow machine: standard 2,840,825 -> 2,785,209, training-heavy 3,896,235 ->
 #: 3,822,047 (docs/performance.md, "Configurations chosen one class at a time")
 HEURISTICS_DESCENT_SHARE = 0.25
-#: on the fixed-configuration path, the CPU of the floors' search goes on, once that search has had its share, with
-#: the configuration relaxation (:func:`configuration_relaxation`) until the time limit, for its bound, and with the
-#: parts solved apart below (:data:`CUTS_AFTER_FLOORS`) only if it is proven before (bench x0.25 at 90 s: standard
-#: 2,565,954 -> 2,605,429, training-heavy 3,444,101 -> 3,543,758; docs/performance.md, "The configuration
-#: relaxation beside the fixed path")
-CONFIGURATIONS_AFTER_FLOORS = True
-#: on the fixed-configuration path with the LP's duals at hand, the CPU of the floors' search goes on, once that
-#: search has had its share and the configuration relaxation after it is proven, with the components and the periods
-#: solved apart at those duals, until the time limit (:func:`_bound_beside`; bench x1 standard at 600 s:
-#: docs/performance.md, "The components solved apart on every heuristic path")
-CUTS_AFTER_FLOORS = True
-#: while the configuration relaxation guides (:func:`solve_stable`), the same relaxation with whole units is solved
-#: beside it on the CPU it leaves idle, for its bound (q3 + default catalog at 60 s: bound 61,146 -> 62,862), and
-#: when that one is proven with time left, the model without stability limits after it (:func:`_relaxations_beside`;
-#: docs/performance.md, "The configuration relaxation" and "Which integrality holds the gap")
-UNITS_BESIDE = True
-#: the gap a relaxation beside is solved to once more, with a cutoff at the bound that proves the path's plan
-#: (:func:`_for_the_plan`): at the user's gap HiGHS would prune the nodes within it of its best point too,
-#: below the cutoff when that point lies within the gap above it, and end short of the proof again
-PROOF_GAP = 1e-6
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)
 LEAF_THREADS = True
-#: under a time limit, the share of the time left that a pass over the periods
-#: (:mod:`optimizer.solve.period_polish`) may use: the re-commit before the fix-and-optimize rounds, and the pass
-#: after each cycle of them, before the whole stable model gets the rest
-PERIOD_SHARE = 0.5
 #: under a time limit and with an executor, the share of the time after the LP kept for the components and periods
 #: solved apart (:mod:`optimizer.solve.decompose`), after the search (not on the monthly model's path, where they
 #: run beside the search)
@@ -181,43 +151,16 @@ GUIDE_MAX_LP_SHARE = 0.01
 #: 60-s limit, where its bound and duals beat the monthly ones (by 1.3 % on standard); on a machine busy enough to
 #: nearly double that time, the monthly model takes over
 LP_MAX_SHARE = 0.25
-#: when a first plan is made one period after the other (:func:`~optimizer.solve.period_polish.build_by_periods`),
-#: each period's MIP is solved to this gap: the period rounds improve the plan after (bench ×16: 102.07M in 60 s at
-#: 5 %, 101.79M in 360 s at 1 %; docs/performance.md, "The monthly model")
-BUILD_GAP = 0.05
-
-
-class Relaxation(enum.Enum):
-    """The relaxation whose point guides the heuristics, and whose bound stands, as named in messages.
-
-    ``LP``: the LP relaxation. ``MONTHLY``: the monthly model's LP standing in
-    for it, when the LP relaxation does not solve in its share of the limit
-    (:data:`LP_MAX_SHARE`); then no stage before the heuristics is tried and
-    the first plan is made one period after the other.
-    """
-
-    LP = "the LP relaxation"
-    MONTHLY = "the monthly model's LP"
-
-    @property
-    def bound_name(self) -> str:
-        """Whose bound proves: the LP relaxation's own; for the monthly model's LP, the periods' LP relaxations
-        at its prices (its own optimum is no bound)."""
-        if self is Relaxation.MONTHLY:
-            return "the periods' LP relaxations at the monthly model's prices"
-        return self.value
-
-
 def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
     """Did the LP relaxation take more than :data:`STAGES_MAX_LP_SHARE` of the limit (``time_limit``: the
     seconds left after it)? Then no MIP of the model's size is solved in a share of the limit, and the heuristics
-    of :func:`_fixed_configurations` make the plan, on one CPU."""
+    of :func:`fixed_configurations` make the plan, on one CPU."""
     return time_limit is not None and lp_seconds > STAGES_MAX_LP_SHARE * (time_limit + lp_seconds)
 
 
 def heuristics_only(model: Model, time_limit: float | None, lp_seconds: float,
                     relaxed: Relaxation = Relaxation.LP) -> bool:
-    """Does the heuristics' path (:func:`_fixed_configurations` from the LP's point, the parts solved apart
+    """Does the heuristics' path (:func:`fixed_configurations` from the LP's point, the parts solved apart
     beside) make the plan of the stable ``model``, with no stage before it?
 
     Under a time limit (``time_limit``: the seconds left after the LP), when
@@ -247,111 +190,6 @@ def solve_budget(time_limit: float | None, spent: float) -> float | None:
     if time_limit is None:
         return None
     return max(time_limit - (1.0 + AFTER_SOLVE_PER_BUILD) * spent, MIN_SOLVER_SHARE * time_limit)
-
-
-#: row families left out of the driver's LP relaxation: the training lanes' rows. Their LP is the
-#: capacity rows' again (a fractional lane is any share of the pool), so they moved no LP bound measured
-#: (q3, bench x1 standard: 12,269,374.07 either way) while they cost bench x1's LP 42.6 s against 32.4 s.
-#: The model without stability limits leaves them out too when there is no time limit (:func:`solve_stable`)
-LP_LEAVES_OUT = ("training-lanes-hours", "training-lanes-fit", "training-lanes-quota")
-
-
-def relaxation(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
-               threads: int | None = None) -> SolveResult:
-    """The LP relaxation of ``model``, solved by the back end ``solver``: its bound, guide and duals.
-
-    Every integrality is dropped and the rows of :data:`LP_LEAVES_OUT` are
-    lifted (their bounds made infinite). Fewer rows give a relaxation of the
-    LP relaxation: its optimum is still a lower bound on every plan, and
-    its point and duals guide the search as before (a lifted row's dual is
-    0). CP-SAT solves no LP; HiGHS does it for that back end, with its
-    parallel dual simplex on ``threads`` threads (default: every CPU this
-    process may use), since nothing else runs while it does.
-    """
-    mip = model.mip
-    if threads is None:
-        threads = cpus()
-    return solve_relaxation(mip, lift(mip, mip.arrays()), solver, time_limit, threads)
-
-
-def configuration_relaxation(model: Model, a, solver: str, time_limit: float | None, gap: float,
-                             threads: int | None, whole: Sequence[str] = ("config-used",),
-                             stop: threading.Event | None = None, cutoff: float | None = None,
-                             enough=None, start: np.ndarray | None = None) -> SolveResult:
-    """The stable model with its configuration floors and every integrality but ``config-used``'s dropped
-    (and that of the other variable blocks named in ``whole``).
-
-    A relaxation of the stable model: the floors
-    (:func:`optimizer.model.strengthen.config_floor`) hold for every stable
-    plan, and fewer variables are integer. So its bound proves for the
-    stable model, and each request class in its optimum sits on whole
-    configurations (at most its limit of them), each carrying the class's
-    whole replicas, while replicas, units and training may be fractional.
-    That point chooses the configurations to fix on a model too large to
-    search whole better than the plan without stability limits, which
-    spreads a class over several to round its replicas (q3 with the default
-    catalog: its bound 61,978 at the root, against 45,828 for the LP and
-    about 56,500 for the model without limits in the same time; the
-    restriction to its choice costs 75,302.23 at best, to the other's
-    77,357.96 or 84,048.89; docs/performance.md, "The configuration
-    relaxation").
-
-    With the units held whole too (``whole`` adding
-    :data:`~optimizer.solve.polish.UNIT_FAMILIES`) it is slower to solve
-    and its bound higher (q3 with the default catalog after 29 s: 62,862
-    against 61,146; ×4 demand: 258,213 against 244,668): the solve driver
-    runs that one beside it on a CPU of its own for its bound
-    (:data:`UNITS_BESIDE`).
-
-    CP-SAT takes no continuous column; HiGHS solves it for that back end,
-    as it does the LP relaxation. ``stop``, ``cutoff`` and ``enough``: the
-    back end's (a caller that solves it beside its own search stops it once
-    it has its answer, or once its bound has done what it can). ``start``: a
-    point of the relaxation to start from (the descent's,
-    :mod:`optimizer.solve.descent`).
-    """
-    mip = model.mip
-    floors = a.with_rows(config_floor(mip, model.data, model.vars))
-    integer = np.zeros_like(floors.integer)
-    for name in whole:
-        if name in mip.variables:
-            ids = mip.variables[name].ids
-            integer[ids] = floors.integer[ids]
-    return backend_solve(mip, solver="highs" if solver == "cp-sat" else solver, time_limit=time_limit, gap=gap,
-                         threads=threads, arrays=dataclasses.replace(floors, integer=integer), stop=stop,
-                         cutoff=cutoff, enough=enough, start=start)
-
-
-def without_limits(mip, a):
-    """A copy of the arrays ``a`` of ``mip`` without its stability limits: a relaxation of the stable model.
-
-    Every ``config-used`` fixed to 1 and each class's limit row (at most N
-    configurations) lifted. Every stable plan, its ``config-used`` set to 1,
-    is a plan of it at the same cost. (The rows that hold only under the
-    limit, :func:`optimizer.model.strengthen.config_floor`, are never in
-    ``a``: they are added where the stable model's bound is searched for.)
-    """
-    free = a.copy_bounds()
-    ids = mip.variables["config-used"].ids
-    free.col_lo[ids] = 1.0
-    free.col_hi[ids] = 1.0
-    free.row_hi[mip.constraints["stability-configurations"].ids] = float(len(ids))  # Σ c ≤ every one: no limit
-    return free
-
-
-def lift(mip, a):
-    """A copy of the arrays ``a`` of ``mip`` with the rows of :data:`LP_LEAVES_OUT` lifted (bounds made infinite).
-
-    Fewer rows: a relaxation of whatever ``a`` is, for the LP and for the
-    model without stability limits (:func:`solve_stable`).
-    """
-    a = a.copy_bounds()
-    for name in LP_LEAVES_OUT:
-        if name in mip.constraints:
-            rows = mip.constraints[name].ids
-            a.row_lo[rows] = -np.inf
-            a.row_hi[rows] = np.inf
-    return a
 
 
 def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None = None, gap: float = 1e-6,
@@ -434,7 +272,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
     result.solve_seconds += lp.solve_seconds
     # a limit hit before the solver's own root LP finished, or a search that proved less than the LP: the
     # relaxation is still a proof, and where it meets the plan's cost the plan is optimal
-    if _raise_bound(result, lp_bound) and result.status == Status.FEASIBLE \
+    if raise_bound(result, lp_bound) and result.status == Status.FEASIBLE \
             and within_gap(result.objective, result.bound, gap):
         result.status = Status.OPTIMAL
         result.message = (f"optimal: the bound of {relaxed.bound_name} meets the plan's cost "
@@ -450,7 +288,7 @@ def solve(model: Model, solver: str = DEFAULT_SOLVER, time_limit: float | None =
         try:
             # each part model was given its share of the time the search had: at most one is still running
             for pending in pendings:
-                _apply_decomposition(result, pending.collect(max(0.0, time_limit - (time.perf_counter() - t0))),
+                apply_decomposition(result, pending.collect(max(0.0, time_limit - (time.perf_counter() - t0))),
                                      gap, where=where)
         finally:
             if pool is not None:
@@ -488,7 +326,7 @@ def _parts_beside(model: Model, lp: SolveResult, solver: str, seconds: float, ga
                   threads: int | None, priced: Sequence[decompose.Priced] = ()):
     """The components, then the periods, solved apart at the LP's duals (or the monthly model's ``priced``
     models; :func:`optimizer.solve.decompose.start_cuts`) on a thread of their own for ``seconds``, while the
-    heuristics of :func:`_fixed_configurations` run on the other CPU: (the pool, one pending cut each), or None.
+    heuristics of :func:`fixed_configurations` run on the other CPU: (the pool, one pending cut each), or None.
 
     HiGHS searches the heuristics' MIPs on one CPU, so the second is idle
     for all of their time (bench ×1 standard: about 45 s of 60). Their
@@ -501,7 +339,7 @@ def _parts_beside(model: Model, lp: SolveResult, solver: str, seconds: float, ga
     """
     if not PARTS_BESIDE or (lp.duals is None and not priced) or len(model.data.periods) < 2:
         return None
-    pool = _beside_pool(solver, threads)
+    pool = beside_pool(solver, threads)
     if pool is None:
         return None
     return pool, decompose.start_cuts(model, lp.duals, pool, seconds, gap, lp_x=lp.x, priced=priced)
@@ -511,7 +349,7 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
     """The cheapest of the plans ``known`` that is a feasible point of the arrays ``a``, as a result; or None.
 
     Each is checked on ``a`` itself (every row, bound and integrality,
-    :func:`~optimizer.solve.feasibility.violations`): a plan from another
+    :func:`violations`): a plan from another
     model (a neighbouring point of a sweep) is used only where it is a plan
     of this one.
     """
@@ -525,22 +363,7 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
 
 def _keep_known(incumbent: SolveResult, result: SolveResult, gap: float) -> SolveResult:
     """The known plan with the search's proven bound (the search found nothing cheaper in its time)."""
-    return _held_with_bound(incumbent, result, gap, "the known plan, the search found nothing cheaper")
-
-
-def _held_with_bound(held: SolveResult, result: SolveResult, gap: float, said: str,
-                     seconds: float = 0.0) -> SolveResult:
-    """The plan ``held`` (made before ``result``'s search, which found nothing cheaper) with that search's proven
-    bound, clipped to the plan's cost, and its times and root bound; ``said``: how the message names the plan,
-    ``seconds``: the solver's time spent on ``held``."""
-    bound = None if result.bound is None else min(result.bound, held.objective)
-    proven = within_gap(held.objective, bound, gap)
-    return dataclasses.replace(
-        held, status=Status.OPTIMAL if proven else Status.FEASIBLE, bound=bound,
-        gap=relative_gap(held.objective, bound),
-        x=held.x.copy(), solve_seconds=result.solve_seconds + seconds, build_seconds=result.build_seconds,
-        root_bound=result.root_bound,
-        message=f"{'optimal' if proven else 'time limit'}: {said} ({result.message})")
+    return held_with_bound(incumbent, result, gap, "the known plan, the search found nothing cheaper")
 
 
 def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None, gap: float,
@@ -557,51 +380,7 @@ def _solve_apart(model: Model, lp: SolveResult, executor, seconds: float | None,
     t = time.perf_counter()
     for pending in decompose.start_cuts(model, duals, executor, seconds, gap, lp_x=lp.x, priced=priced):
         wait = None if seconds is None else max(0.0, seconds - (time.perf_counter() - t))
-        _apply_decomposition(result, pending.collect(wait), gap)
-
-
-#: the clause by which a heuristic path's message names the source of its bound (:func:`_fixed_configurations`);
-#: a better bound found later (:func:`_apply_decomposition`) takes its place, so the message names one source
-BOUND_NAMED = " (the bound is {})"
-#: how the message of a plan returned on the time limit starts
-TIME_LIMIT_SAID = "time limit: "
-#: that clause in a message, whatever source it names (derived from it, so the two cannot drift apart)
-_BOUND_NAMED = re.compile(re.escape(BOUND_NAMED).replace(re.escape("{}"), "[^()]*"))
-
-
-def _apply_decomposition(result: SolveResult, dec: decompose.DecompositionBound, gap: float,
-                         where: str | None = None) -> None:
-    """Record the part models' bound and prove with it where it is the best (the message says so, and
-    ``where`` they ran: by default on the executor's workers). Of several decompositions (by component, by
-    period), ``decomposition_bound`` keeps the best."""
-    n = len(dec.parts)
-    fell_back = int((dec.parts["bound_from"] != "mip").sum())
-    where = where or f"on {dec.workers} worker{'s' if dec.workers > 1 else ''}"
-    how = (f"{n} {dec.kind} model{'' if n == 1 else 's'} {where}"
-           + (f", {fell_back} of them at their LP bound (not proven above it in time)" if fell_back else ""))
-    what = f"the {dec.kind}s solved apart"
-    if dec.bound is None or not np.isfinite(dec.bound):
-        result.message += f"; {what} gave no bound ({how})"
-        return
-    if result.status.has_plan and bound_error(result.objective, dec.bound):
-        # above a plan's cost: round-off in a part model, never a proof
-        result.message += f"; {what} gave {dec.bound:,.2f}, above the plan: not used ({how})"
-        return
-    if result.decomposition_bound is None or dec.bound > result.decomposition_bound:
-        result.decomposition_bound = dec.bound
-    if _raise_bound(result, dec.bound):
-        result.message = _BOUND_NAMED.sub("", result.message) + f"; the bound is {what} ({how})"
-        _proven_if_within(result, gap)
-
-
-def _proven_if_within(result: SolveResult, gap: float) -> None:
-    """A plan whose gap a bound found after its search closed is optimal: its status says so, and so does the
-    start of its message (``time limit: ...`` becomes ``optimal: ...``)."""
-    if not within_gap(result.objective, result.bound, gap) or result.status != Status.FEASIBLE:
-        return
-    result.status = Status.OPTIMAL
-    if result.message.startswith(TIME_LIMIT_SAID):
-        result.message = "optimal: " + result.message[len(TIME_LIMIT_SAID):]
+        apply_decomposition(result, pending.collect(wait), gap)
 
 
 def _share(left: float | None, spent: float, share: float) -> float | None:
@@ -640,7 +419,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     ``duals``: the LP relaxation's row duals (``guide`` is its point). On
     the fixed-configuration path with a search, the components and the
     periods are solved apart at them on the CPU beside, after the floors'
-    search (:func:`_bound_beside`).
+    search (:func:`~optimizer.solve.beside.bound_beside`).
 
     ``incumbent`` (a stable plan the caller has, :func:`known_plan`) starts
     stage 1 (with every configuration allowed) and is the split's first best
@@ -650,12 +429,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     is at least :data:`SPLIT_ROOM` times what stage 1 took (its option LPs
     and its first leaf, searched whole, need about that); otherwise the
     configurations are fixed as below. Before the split a stable plan is
-    held (:func:`_first_plans` of the configurations stage 1 uses most),
+    held (:func:`first_plans` of the configurations stage 1 uses most),
     and returned with the split's bound when no leaf finds a cheaper one
     in the time (:func:`_kept_if_cheaper`).
 
     Under a time limit, if stage 1 stops on the limit (a large model), the
-    configurations are fixed instead (:func:`_fixed_configurations`):
+    configurations are fixed instead (:func:`fixed_configurations`):
     those stage 1's plan uses most, or, without a plan, those of the LP
     relaxation ``guide``. So too when stage 1's plan puts a class limited
     to one configuration on several and no split follows: stages 2 and 3
@@ -694,7 +473,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
             if relaxed is Relaxation.LP else None
         x, source, spent, said = ((guide, relaxed.value, 0.0, []) if descent is None else
                                   (descent.x, DESCENT, descent.seconds, [_descent_said(descent)]))
-        return _fixed_configurations(model, a, x, solver, time_limit if descent is None else
+        return fixed_configurations(model, a, x, solver, time_limit if descent is None else
                                      max(1.0, time_limit - spent), gap, threads, None, spent, source=source,
                                      lp_x=guide, executor=executor, relaxed=relaxed, said=said,
                                      bound_of=relaxed.value)
@@ -711,8 +490,8 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog), and the
         # model without limits after it if it is proven early. They run until the time limit, while the
         # configurations are fixed and searched, and the best bound is taken at the end
-        shared = _Shared()  # the path's best plan, which the relaxations beside may prove
-        held = _relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
+        shared = Shared()  # the path's best plan, which the relaxations beside may prove
+        held = relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
         # the relaxation's branch and bound over the choices finds good ones slowly: a descent over them, one
         # class at a time, hands it a good point to start from
         descent = _descent(model, a, guide, DESCENT_SHARE * share)
@@ -734,14 +513,14 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         x, source = ((first.x, "the configuration relaxation") if first.status.has_plan else
                      (descent.x, DESCENT) if descent is not None else
                      (guide, "the LP relaxation"))
-        result = _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
+        result = fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                        source=source,
                                        lp_x=guide, executor=executor, search=True, root=first.root_bound,
                                        busy=held, duals=duals, shared=shared, said=said,
                                        bound_of="the configuration relaxation")
         if held is not None:
             # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
-            _held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
+            held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
         return result
     ids = mip.variables["config-used"].ids
 
@@ -777,7 +556,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and first.status != Status.OPTIMAL:
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         x = first.x if first.status.has_plan else guide
-        return _fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
+        return fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
                                      source="the plan without stability limits" if first.status.has_plan
                                      else "the LP relaxation", lp_x=guide, executor=executor, search=True,
                                      root=first.root_bound, duals=duals)
@@ -787,14 +566,14 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         if time_limit - (time.perf_counter() - t0) < SPLIT_ROOM * first.solve_seconds:
             # too little time left for the split to reach its first plan: the configurations the plan without
             # limits uses most are fixed and searched instead, as when that plan came too late for a split
-            return _fixed_configurations(model, a, first.x, solver,
+            return fixed_configurations(model, a, first.x, solver,
                                          max(1.0, time_limit - (time.perf_counter() - t0)), gap, threads,
                                          first.bound, first.solve_seconds,
                                          source="the plan without stability limits", lp_x=guide, executor=executor,
                                          search=True, root=first.root_bound, duals=duals)
         # a stable plan in hand before the split, returned if no leaf finds a cheaper one in the time; searched
         # for at most the guide's time (a restriction's first plan comes far sooner: x0.25 0.2 s, against 20 s)
-        fallback = _first_plans(model, _fixed_to_most_used(model, a, first.x, guide), first.x, guide,
+        fallback = first_plans(model, fixed_to_most_used(model, a, first.x, guide), first.x, guide,
                                 "the plan without stability limits", relaxed, solver,
                                 min(t0 + time_limit, time.perf_counter() + max(1.0, first.solve_seconds)), gap,
                                 threads)
@@ -809,7 +588,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         # above one keeps stages 2 and 3, which prove a model of q3's size in the time (docs/performance.md,
         # "One path for every large model")
         left = max(1.0, time_limit - (time.perf_counter() - t0))
-        return _fixed_configurations(model, a, first.x, solver, left, gap, threads, first.bound,
+        return fixed_configurations(model, a, first.x, solver, left, gap, threads, first.bound,
                                      first.solve_seconds, source="the plan without stability limits",
                                      lp_x=guide, executor=executor, search=True, root=first.root_bound,
                                      duals=duals)
@@ -829,7 +608,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         first.gap = relative_gap(first.objective, proven)
     bound = first.bound
 
-    keep = _most_used(model, first.x)
+    keep = most_used(model, first.x, EXTRA_CANDIDATES)
     restricted = a.copy_bounds()
     restricted.col_hi[ids[~keep]] = 0.0
     target = None if bound is None else bound + gap * max(abs(bound), 1e-9)
@@ -854,7 +633,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, target=target,
                           start=start)
     whole.solve_seconds += first.solve_seconds + second.solve_seconds
-    if _raise_bound(whole, bound) and within_gap(whole.objective, whole.bound, gap):
+    if raise_bound(whole, bound) and within_gap(whole.objective, whole.bound, gap):
         whole.status = Status.OPTIMAL
         whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
@@ -865,7 +644,7 @@ def _descent(model: Model, a, guide: np.ndarray | None, seconds: float) -> Desce
     most, for ``seconds``; None without a point or a share of time (``seconds`` 0), or when the start has no LP."""
     if guide is None or not seconds:
         return None
-    return choose_configurations(model, a, _most_used(model, guide, extra=0), configuration_use(model, guide),
+    return choose_configurations(model, a, most_used(model, guide, extra=0), configuration_use(model, guide),
                                  seconds)
 
 
@@ -878,7 +657,7 @@ def _descent_said(descent: Descent) -> str:
 
 def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
            threads: int | None, incumbent: SolveResult | None, executor, carried, **kw) -> SolveResult | None:
-    """:func:`~optimizer.solve.split.exact_split`, its leaves side by side on this process's threads when the
+    """:func:`exact_split`, its leaves side by side on this process's threads when the
     caller gave no executor (:func:`_leaf_threads`)."""
     with _leaf_threads(solver, threads, executor) as (pool, leaf_threads):
         return exact_split(model, a, first, solver, time_limit, gap, leaf_threads, incumbent, pool, carried, **kw)
@@ -887,12 +666,12 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
 def _kept_if_cheaper(split: SolveResult, held: SolveResult, how: str, seconds: float, gap: float) -> SolveResult:
     """The split's result, or, where its leaves found no plan in the time or only dearer ones, the stable plan
     ``held`` (the first plan of the configurations the plan without limits uses most, made before the split,
-    :func:`_first_plans`; ``how``: the guess that gave it, ``seconds``: its solver's time) with the split's
+    :func:`first_plans`; ``how``: the guess that gave it, ``seconds``: its solver's time) with the split's
     bound, which proves for every stable plan."""
     if not held.status.has_plan or (split.status.has_plan and split.objective <= held.objective):
         return split
     found = "found no plan" if not split.status.has_plan else f"found {split.objective:,.2f} at best"
-    return _held_with_bound(held, split, gap,
+    return held_with_bound(held, split, gap,
                             f"the split's leaves {found} in the time, so the plan is the first of the "
                             "configurations the plan without stability limits uses most" + (f", {how}" if how else ""),
                             seconds)
@@ -929,841 +708,3 @@ def _leaf_threads(solver: str, threads: int | None, executor):
     finally:
         pool.close()
 
-
-def _raise_bound(result: SolveResult, bound: float | None) -> bool:
-    """Raise ``result``'s bound to ``bound`` (a relaxation's proof) where that is higher; the gap follows.
-
-    True when it did. The bound is clipped to the plan's objective, as a
-    back end clips its own (the relaxation's optimum lies below every plan).
-    """
-    if not result.status.has_plan or bound is None or (result.bound is not None and result.bound >= bound):
-        return False
-    result.bound = min(bound, result.objective)
-    result.gap = relative_gap(result.objective, result.bound)
-    return True
-
-
-def _most_used(model: Model, x: np.ndarray, extra: int | None = None, then: np.ndarray | None = None) -> np.ndarray:
-    """Per ``config-used`` variable: is its configuration among the N most used for its request class?
-
-    Ranked by the traffic each carries in ``x``; configurations ``x`` carries
-    equally (none at all, mostly) by their traffic in ``then`` (the LP
-    relaxation's point), where given.
-    """
-    cu = configuration_use(model, x)
-    cu = cu.assign(then=0.0 if then is None else configuration_use(model, then)["use"].to_numpy())
-    cu = cu.sort_values(["use", "then"], ascending=False, kind="stable")
-    cu["rank"] = cu.groupby(["service", "bucket"]).cumcount() + 1
-    cu = cu.sort_index()
-    extra = EXTRA_CANDIDATES if extra is None else extra
-    return (cu["rank"] <= cu["max_configurations"] + extra).to_numpy()
-
-
-@dataclasses.dataclass
-class _Shared:
-    """What the fixed-configuration path and the searches beside it share across threads: the path's best plan so
-    far (``x``, replaced whole, never changed in place), ``answered``, set when a search, on either side, has
-    proven it (the others stop), and ``bound``, the best bound on the stable model that a search beside has
-    proven so far (a plan the path finds later may be proven by it: :meth:`held`)."""
-
-    x: np.ndarray | None = None
-    answered: threading.Event = dataclasses.field(default_factory=threading.Event)
-    bound: float | None = None
-    #: (the plan, its cost), for the last plan costed: a relaxation's callback asks at every interrupt point
-    _costed: tuple = (None, None)
-
-    def cost(self, a) -> float | None:
-        """The cost of the path's best plan so far (objective of ``a``), or None before it has one."""
-        x = self.x
-        if x is None:
-            return None
-        held, cost = self._costed
-        if held is not x:
-            cost = objective(a, x)
-            self._costed = (x, cost)
-        return cost
-
-    def proven_by(self, a, bound: float | None, gap: float) -> bool:
-        """Does ``bound`` (a relaxation's, proven) prove the path's best plan within ``gap``? If so, say so
-        (``answered``). A bound above the plan's cost beyond the solvers' tolerance proves nothing. The bound
-        is kept (``bound``, the best so far) for the plans the path finds after it."""
-        cost = self.cost(a)
-        if bound is None or not np.isfinite(bound) or (cost is not None and bound_error(cost, bound)):
-            return False
-        if self.bound is None or bound > self.bound:
-            self.bound = bound
-        if cost is None or not within_gap(cost, bound, gap):
-            return False
-        self.answered.set()
-        return True
-
-    def held(self, a, gap: float) -> bool:
-        """Does the best bound proven beside so far prove the path's best plan (a new one) within ``gap``? If
-        so, ``answered`` is set: the path starts no more searches, and those beside stop."""
-        return self.proven_by(a, self.bound, gap)
-
-    def take(self, a, x: np.ndarray, gap: float) -> bool:
-        """The path's new best plan ``x``, shared, and checked against the best bound proven beside (:meth:`held`)."""
-        self.x = x
-        return self.held(a, gap)
-
-    def proof(self, bound: float | None) -> float | None:
-        """The better of ``bound`` (the caller's) and the best bound proven beside so far; None if neither."""
-        known = [b for b in (bound, self.bound) if b is not None]
-        return max(known) if known else None
-
-    def needed(self, a, gap: float) -> float | None:
-        """The least bound that proves the path's best plan within ``gap`` (its cost less ``gap`` of it), or
-        None before it has a plan."""
-        cost = self.cost(a)
-        return None if cost is None else cost - gap * max(abs(cost), 1e-9)
-
-
-@dataclasses.dataclass
-class _Beside:
-    """A search running on a thread of its own; :meth:`result` waits for it, frees the thread and returns what
-    the search returned."""
-
-    pool: Threads
-    future: object
-    #: set when the caller asks for the result: what runs beside starts nothing more (a run that watches it)
-    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
-
-    def result(self, stop: bool = True):
-        """What the search returned, once it has; with ``stop`` (the caller has its answer) it is told to stop
-        first, else it runs on to its own end."""
-        if stop:
-            self.stop.set()
-        try:
-            return self.future.result()
-        finally:
-            self.pool.close()
-
-    def done(self) -> bool:
-        return self.future.done()
-
-    @classmethod
-    def start(cls, solver: str, threads: int | None, run, stop: threading.Event | None = None) -> _Beside | None:
-        """``run()`` (a solve) on a thread of its own (:func:`_beside_pool`), or None where nothing may run
-        beside the caller's solve. ``stop``: the event ``run`` watches, set when the caller asks for its result."""
-        pool = _beside_pool(solver, threads)
-        if pool is None:
-            return None
-        return cls(pool, pool.submit(lambda _: run(), None), stop if stop is not None else threading.Event())
-
-    @classmethod
-    def after(cls, other: _Beside, run, stop: threading.Event) -> _Beside:
-        """``run()`` on ``other``'s thread once ``other``'s own search has ended: the CPU it leaves is taken up
-        without a third thread. Asking for this result first waits for ``other``'s."""
-        return cls(other.pool, other.pool.submit(lambda _: run(), None), stop)
-
-
-def _beside_pool(solver: str, threads: int | None) -> Threads | None:
-    """A thread of its own for a search beside the caller's, whose HiGHS runs on one thread; None where
-    nothing may run beside: another back end, a machine of one CPU, or one thread asked for."""
-    if solver != "highs" or threads == 1 or cpus() < 2:
-        return None
-    return Threads(1, initializer=one_thread)
-
-
-#: the relaxations :func:`_relaxations_beside` solves, as the message names them when their bound proves
-HELD_UNITS = "the configuration relaxation with whole units, solved beside"
-HELD_FREE = "the model without stability limits, solved beside"
-#: the relaxation :func:`_bound_beside` solves after the floors' search, as the message names it
-HELD_CONFIGURATIONS = "the configuration relaxation, solved beside"
-
-
-def _held_bound(result: SolveResult, beside: tuple[SolveResult, str], gap: float) -> None:
-    """Prove ``result`` with the bound of a relaxation solved beside (``beside``: its result and its name,
-    from :func:`_relaxations_beside`) where that is the best; the message and the root bound say so."""
-    held, said = beside
-    if not result.status.has_plan:
-        return
-    if held.status == Status.INFEASIBLE:  # a relaxation of a model with a plan: numerical trouble, said so
-        result.message += f"; {said}, reported no plan where one exists: its result is not used"
-        return
-    if held.bound is None:
-        return
-    if bound_error(result.objective, held.bound):  # above a plan's cost: round-off, never a proof
-        return
-    raised = _raise_bound(result, held.bound)
-    result.root_bound = best_root([result.root_bound, held.root_bound], result.bound)
-    if raised:
-        result.message = _BOUND_NAMED.sub("", result.message) + BOUND_NAMED.format(said)
-        _proven_if_within(result, gap)
-
-
-def _for_the_plan(shared: _Shared, a, gap: float, deadline: float, stop: threading.Event, solve) -> SolveResult:
-    """A relaxation of the stable model solved beside the path for its bound, and for the plan ``shared`` holds.
-
-    ``solve(time_limit, gap, cutoff, enough)`` solves it (the back end's
-    parameters). First to ``gap``, stopped as soon as its bound proves the
-    path's plan within ``gap`` (``enough``, read at HiGHS's interrupt
-    points; ``shared.answered`` is then set and the path's searches stop).
-    When it ends within ``gap`` of its own optimum but short of that proof,
-    and its best point does not rule the proof out (it costs at least the
-    bound needed, :meth:`_Shared.needed`), it is solved once more with a
-    cutoff there: every node whose bound reaches it is pruned. Ending cut
-    off, nothing in the relaxation lies below that bound, which proves the
-    plan; a point found below it shows that it cannot prove the plan held
-    then, and that solve stops. That solve runs to :data:`PROOF_GAP`: at
-    ``gap`` HiGHS would also prune the nodes within ``gap`` of its best
-    point, below the cutoff once that point lies within ``gap`` above it,
-    and end short of the proof again. The result is the first solve's with
-    the better bound (and the cheaper point) of the two, and both solves'
-    time; where that bound proves the plan, ``shared.answered`` is set
-    whether or not HiGHS's callback ran. Solved to ``gap`` alone, the relaxation could stop just short of
-    the proof (docs/performance.md, "Relaxations solved for the plan they
-    may prove").
-    """
-    def proves(best: float, bound: float) -> bool:
-        return shared.proven_by(a, bound, gap)
-
-    def cannot(best: float, bound: float) -> bool:  # a point below the bound needed: so is the optimum
-        need = shared.needed(a, gap)
-        return proves(best, bound) or (need is not None and best < need)
-
-    first = solve(deadline - time.perf_counter(), gap, None, proves)
-    if shared.proven_by(a, first.bound, gap):  # the callback may not have run (a model solved at its root)
-        return first
-    need = shared.needed(a, gap)
-    if first.status != Status.OPTIMAL or stop.is_set() or need is None or first.bound is None \
-            or first.bound >= need or first.objective < need or deadline - time.perf_counter() < 1.0:
-        return first
-    second = solve(deadline - time.perf_counter(), min(gap, PROOF_GAP), need, cannot)
-    if second.bound is None or second.bound <= first.bound:
-        return dataclasses.replace(first, solve_seconds=first.solve_seconds + second.solve_seconds)
-    shared.proven_by(a, second.bound, gap)
-    cheapest = first.objective if not second.status.has_plan else min(first.objective, second.objective)
-    return dataclasses.replace(first, bound=min(second.bound, cheapest), objective=cheapest,
-                               gap=relative_gap(cheapest, second.bound),
-                               solve_seconds=first.solve_seconds + second.solve_seconds)
-
-
-def _relaxations_beside(model: Model, a, solver: str, deadline: float, gap: float,
-                        threads: int | None, shared: _Shared | None = None) -> _Beside | None:
-    """Relaxations of the stable model solved one after the other on a CPU of their own, for their bounds, or
-    None: HiGHS solves the configuration relaxation on one thread, so the second CPU is free while it runs.
-    HiGHS only, on a machine of two CPUs or more, and not when the caller asked for one thread
-    (:data:`UNITS_BESIDE`). Its result is (the result with the best bound, that relaxation's name).
-
-    1. The configuration relaxation with whole units (:func:`configuration_relaxation`), until ``deadline``
-       (a ``time.perf_counter()`` value: the end of the caller's time limit). It sees each class's choice of
-       one configuration and the rounding of the units. It gets the whole time, not the first relaxation's
-       share: its bound still rises after that, and the searches of the restrictions on the other CPU did
-       not lose by it (q3 + default catalog: 62,699 -> 62,999 at 58 s, 62,999 -> 63,103 at 118 s, the same
-       plans; docs/performance.md, "Which integrality holds the gap").
-    2. When that one is proven before the deadline and cannot prove the path's plan, the model without
-       stability limits (:func:`without_limits`) follows until the deadline. That model lets a class use
-       several configurations but keeps every other integrality, among them the training's whole clusters
-       on whole units, which the configuration relaxation spreads: where those hold the gap it proves more
-       (bench catalog-wide ×0.25: 37,917 in 30 s, against 36,297 for the configuration relaxations, proven
-       in 5 s; docs/performance.md, "Which integrality holds the gap").
-
-    When that one is proven too, the thread is free before the deadline: the fixed-configuration path queues
-    the search of the stable model itself behind these (:func:`_bound_beside` with ``after``). Both stop once
-    the caller's plan is proven (``_Beside.result()``, or the event set directly); a caller whose plan is not
-    proven lets them run to the deadline (``result(stop=False)``), as their bound is then what it waits for.
-
-    ``shared``: the fixed-configuration path's best plan. Each relaxation is solved for it
-    (:func:`_for_the_plan`): it stops as soon as its bound proves that plan within ``gap`` (it then says so,
-    ``shared.answered``: the path's searches stop, and nothing more runs here), and one that ends just short
-    of that proof is solved once more with a cutoff at the bound the proof needs.
-    """
-    if not UNITS_BESIDE:
-        return None
-
-    stop = threading.Event()  # set once the caller's plan is proven: a bound can no longer change it
-    shared = _Shared() if shared is None else shared
-
-    def units(seconds, to_gap, cutoff, enough):
-        return configuration_relaxation(model, a, solver, max(1.0, seconds), to_gap, 1,
-                                        whole=("config-used",) + UNIT_FAMILIES, stop=stop, cutoff=cutoff,
-                                        enough=enough)
-
-    def free(seconds, to_gap, cutoff, enough):
-        return backend_solve(model.mip, solver=solver, time_limit=max(1.0, seconds), gap=to_gap, threads=1,
-                             arrays=without_limits(model.mip, a), stop=stop, cutoff=cutoff, enough=enough)
-
-    def run():
-        held = _for_the_plan(shared, a, gap, deadline, stop, units)
-        if shared.answered.is_set() or held.status != Status.OPTIMAL \
-                or deadline - time.perf_counter() < 1.0 or stop.is_set():
-            return held, HELD_UNITS
-        other = _for_the_plan(shared, a, gap, deadline, stop, free)
-        if other.status == Status.INFEASIBLE or (other.bound is not None and other.bound > held.bound):
-            return other, HELD_FREE
-        return held, HELD_UNITS
-
-    return _Beside.start(solver, threads, run, stop)
-
-
-def _bound_beside(model: Model, a, x: np.ndarray, solver: str, time_limit: float, gap: float,
-                  threads: int | None, deadline: float | None = None, duals: np.ndarray | None = None,
-                  lp_x: np.ndarray | None = None, after: _Beside | None = None,
-                  shared: _Shared | None = None) -> _Beside | None:
-    """Bounds for the fixed-configuration path, searched on a CPU of its own, one after the other, or None.
-
-    1. The stable model with its configuration floors
-       (:func:`optimizer.model.strengthen.config_floor`) searched from the
-       plan ``x`` for ``time_limit`` seconds (the caller gives it
-       :data:`BESIDE_SHARE` of its time). The path's own searches are of
-       restrictions (their bounds prove nothing for the stable model) and
-       run on one CPU: the second searches the stable model itself, whose
-       bound is a proof, and the floors raise that bound where the model
-       without stability limits cannot reach (q3 with the default catalog
-       at 60 s: 56,505 → 59,663; docs/performance.md, "Configuration
-       floors").
-    2. Then the configuration relaxation (:func:`configuration_relaxation`:
-       the floors, only the configurations whole) until ``deadline``, for
-       its bound (:data:`CONFIGURATIONS_AFTER_FLOORS`). It sees each class
-       on one configuration and the floors, which the floors' search of the
-       whole stable model does not get past its root in the time (bench
-       x0.25 at 90 s: standard 2,565,954 -> 2,605,429).
-    3. Then, only if that relaxation is proven before ``deadline``, given
-       the LP relaxation's ``duals`` (and its point ``lp_x``),
-       the components and the periods solved apart at those duals
-       (:func:`optimizer.solve.decompose.start_cuts`) until ``deadline`` (a
-       ``time.perf_counter()`` value: the end of the caller's limit), on the
-       same CPU, which the floors' search would otherwise leave idle for
-       the rest of the time (:data:`CUTS_AFTER_FLOORS`). Their bound
-       (each service and training job whole over the horizon, each period's
-       units whole) is at least the LP's; where the LP is fast enough for
-       this path but the model too large to prove, it is the best bound had
-       (bench ×1 standard at 600 s: docs/performance.md, "The components
-       solved apart on every heuristic path").
-
-    ``after``: the relaxations the caller already runs on the second CPU
-    (:func:`_relaxations_beside`, a model no class of which the split can
-    take). The floors' search then waits for them on their thread and,
-    once they end before ``deadline``, starts from the caller's best plan
-    then (``shared.x``, else ``x``) with all the time left until
-    ``deadline``; steps 2 and 3 are left out, as that path has solved the
-    configuration relaxation already. Before, that CPU idled once the
-    relaxations were proven, and nothing could prove the path's plan
-    (docs/performance.md, "The stable model searched after the relaxations
-    beside").
-
-    ``shared``: the caller's best plan and its ``answered`` event, set when
-    the floors' search ends proven (its plan within ``gap`` of its bound:
-    the stable model's optimum), or when the configuration relaxation's
-    bound proves the caller's plan (it is solved for that plan,
-    :func:`_for_the_plan`), so that the caller stops its own searches,
-    which can no longer find a cheaper plan or a better proof; what would
-    follow here is not started.
-
-    The result is (the floors' search or None when it was not started,
-    one :class:`~optimizer.solve.decompose.DecompositionBound` per cut
-    solved, the configuration relaxation's result or None); of the
-    relaxation only the bound is used (its point is no stable plan).
-    HiGHS only, on a machine of two CPUs or more, and not when the caller
-    asked for one thread (:data:`BOUND_BESIDE`).
-    """
-    if not BOUND_BESIDE or time_limit < 1.0 or (after is not None and deadline is None):
-        return None
-    shared = _Shared(x=x) if shared is None else shared
-    floors = a.with_rows(config_floor(model.mip, model.data, model.vars))
-    cuts = (CUTS_AFTER_FLOORS and duals is not None and deadline is not None
-            and len(model.data.periods) > 1)
-
-    stop = threading.Event()
-
-    def proven(searched: SolveResult) -> bool:
-        # a search stopped on its share still proved its bound (the stable model's, with valid rows): kept for
-        # the path's plan, now or later (docs/performance.md, "A bound proven beside proves the plans that come
-        # after it")
-        if searched.status.has_plan:
-            shared.proven_by(a, searched.bound, gap)
-        if searched.status == Status.OPTIMAL:
-            shared.answered.set()
-        return searched.status == Status.OPTIMAL
-
-    def queued():
-        # on the relaxations' thread, after them: the time they left, from the best plan the caller has by then
-        left = deadline - time.perf_counter()
-        if stop.is_set() or left < 1.0 or shared.answered.is_set():
-            return None, [], None
-        start = shared.x if shared.x is not None else x
-        searched = backend_solve(model.mip, solver=solver, time_limit=left, gap=gap, threads=1, start=start,
-                                 arrays=floors, stop=stop)
-        proven(searched)
-        return searched, [], None
-
-    if after is not None:
-        return _Beside.after(after, queued, stop)
-
-    def run():
-        # both searches stop once the caller has its plan and asks for this result (``stop``): their bounds so
-        # far are what it can use, and it does not wait for the time limit
-        searched = backend_solve(model.mip, solver=solver, time_limit=time_limit, gap=gap, threads=1, start=x,
-                                 arrays=floors, stop=stop)
-        if proven(searched):  # the stable model's optimum: nothing after it can raise the bound
-            return searched, [], None
-        relaxed = None
-        if CONFIGURATIONS_AFTER_FLOORS and deadline is not None and deadline - time.perf_counter() >= 1.0 \
-                and not stop.is_set():
-            # until the deadline; the cuts follow only if it is proven before. With half the time (the cuts the
-            # other half) it proved less, and the cuts nothing more (bench x0.25 at 90 s: standard 2,589,039
-            # against 2,605,429, training-heavy 3,442,161 against 3,543,758)
-            relaxed = _for_the_plan(shared, a, gap, deadline, stop, lambda seconds, to_gap, cutoff, enough:
-                                    configuration_relaxation(model, a, solver, max(1.0, seconds), to_gap, 1,
-                                                             stop=stop, cutoff=cutoff, enough=enough))
-            if shared.answered.is_set():  # the path's plan proven: its searches stop, no cuts
-                return searched, [], relaxed
-        if not cuts or deadline - time.perf_counter() < 1.0 or stop.is_set():
-            return searched, [], relaxed
-        left = deadline - time.perf_counter()
-        # in this thread, one model after the other, each with its share of what is left until the deadline;
-        # once the caller has its plan (it asks for this result) no model starts, and those not started count
-        # their part of the LP
-        pendings = decompose.start_cuts(model, duals, Inline(stop), left, gap, lp_x=lp_x)
-        return searched, [pending.collect(0.0) for pending in pendings], relaxed
-
-    return _Beside.start(solver, threads, run, stop)
-
-
-def _widened(model: Model, a, x: np.ndarray, extra: int, then: np.ndarray | None = None):
-    """The stable model restricted, per request class, to the N + ``extra`` configurations the plan ``x`` uses
-    most, ties broken by ``then`` (N: the class's limit, whose row stays on), as arrays; None when that is
-    every configuration."""
-    ids = model.mip.variables["config-used"].ids
-    allowed = _most_used(model, x, extra=extra, then=then)
-    if allowed.all():
-        return None
-    wide = a.copy_bounds()
-    wide.col_hi[ids[~allowed]] = 0.0
-    return wide
-
-
-def _rounded_up_commitments(mip, a, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Per commitment family of the model (reserved units, servers bought), ``x``'s counts rounded up, within
-    the bounds of ``a``."""
-    counts = {}
-    for family in COMMITMENTS:
-        if family in mip.variables and mip.variables[family].size:
-            ids = mip.variables[family].ids
-            # an LP count within 1e-6 above an integer is that integer (the LP's own tolerance), not one more
-            counts[family] = np.clip(np.ceil(x[ids] - 1e-6), a.col_lo[ids], a.col_hi[ids])
-    return counts
-
-
-def _commit_as_lp(model: Model, a, x: np.ndarray, lp_x: np.ndarray, time_limit: float):
-    """The plan ``x`` re-committed to the LP relaxation's commitments rounded up, and :func:`recommit`'s record.
-
-    A first plan of a large model holds the commitments its back end's first
-    incumbent happened to take (bench ×1 standard: 317 reserved units where
-    the LP holds 142), and no round that keeps either the replicas or the
-    commitments fixed can move both. Rounded up, the LP's counts hold at
-    least the capacity its optimum used in every term block; the periods
-    then fill around them (each period's MIP to
-    :data:`~optimizer.solve.period_polish.RECOMMIT_GAP`: the passes over the
-    periods after the rounds solve each again to a tight gap), and the
-    units round that follows gives back what no period uses
-    (docs/performance.md). The plan is None where
-    :func:`recommit` found none; (None, {}) when the counts are those of
-    ``x`` already.
-    """
-    mip = model.mip
-    counts = _rounded_up_commitments(mip, a, lp_x)
-    if not counts or all(np.array_equal(v, np.round(x[mip.variables[f].ids])) for f, v in counts.items()):
-        return None, {}
-    return recommit(model, a, x, counts, time_limit)
-
-
-def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
-    """The point ``x`` of a relaxation with its choices without a period made whole, for
-    :func:`~optimizer.solve.period_polish.build_by_periods`.
-
-    Within the bounds of ``fixed`` (so the configurations as it fixes
-    them); each job on the configuration ``x`` gives most of it, its hours
-    and runs there divided by that share (so that its periods do the whole
-    job, each its part as in ``x``; within the columns' bounds), the
-    others' 0; the commitments rounded up (as :func:`_commit_as_lp` does).
-    The replicas and traffic of ``x`` stay as they are: the build solves
-    each period's afresh, and a period's rows see only the periods before
-    it.
-    """
-    mip = model.mip
-    y = np.clip(np.asarray(x, dtype=float), fixed.col_lo, fixed.col_hi)
-    sel = mip.variables.get("training-select")
-    if sel is not None and sel.size:
-        z = sel.coords.assign(z=y[sel.ids], id=sel.ids)
-        best = z.loc[z.groupby("job")["z"].idxmax()]
-        share = best.set_index(["job", "config"])["z"].clip(lower=1e-9)
-        y[sel.ids] = 0.0
-        y[best["id"].to_numpy()] = 1.0
-        for name in ("training-run", "training-hours"):
-            block = mip.variables.get(name)
-            if block is None or not block.size:
-                continue
-            f = block.coords[["job", "config"]].merge(share.rename("share").reset_index(), on=["job", "config"],
-                                                      how="left")["share"].to_numpy()
-            v = np.where(np.isnan(f), 0.0, y[block.ids] / np.where(np.isnan(f), 1.0, f))
-            y[block.ids] = np.clip(v, fixed.col_lo[block.ids], fixed.col_hi[block.ids])
-    for family, counts in _rounded_up_commitments(mip, fixed, y).items():
-        y[mip.variables[family].ids] = counts
-    return y
-
-
-def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, deadline: float,
-                       threads: int | None, executor, rounds: bool, open_gap) -> tuple[np.ndarray, float, str]:
-    """Improve the stable plan ``x`` (cost ``obj``) of the restriction ``a`` until ``deadline``.
-
-    In cycles: with ``rounds``, one cycle of fix-and-optimize rounds
-    (:func:`~optimizer.solve.polish.polish`: units, inference by GPU model, training),
-    then one pass over the periods (:func:`~optimizer.solve.period_polish.polish_periods`,
-    on ``executor``), each period re-solved whole with the others held.
-    The cycles go on while one lowers the cost by at least
-    :data:`~optimizer.solve.polish.MIN_IMPROVEMENT` of it (without
-    ``rounds``, the monthly model's path: by anything), the gap is open
-    (``open_gap``) and a second is left. With ``rounds`` a pass gets
-    :data:`PERIOD_SHARE` of the time left (the whole stable model follows);
-    without, all of it, since nothing after it gets anywhere.
-
-    Why a pass after every cycle, not one at the end: a training round
-    moves clusters over the whole horizon, and what that leaves in each
-    period (replicas, machines, clusters beside them) a period's MIP
-    re-solves to its optimum in seconds, where the next cycle of rounds
-    gains little (bench ×1 training-heavy at 600 s: the pass after the
-    first cycle 16.49M -> 16.19M in 83 s; at the end, after 12 rounds in
-    510 s, it had 4.5 s; docs/performance.md, "A pass over the periods
-    after every cycle").
-
-    Returns the plan, its cost and the words for the solve's message (''
-    when nothing was cheaper).
-    """
-    start, n_rounds, passes, kept = obj, 0, 0, 0
-    several = len(model.data.periods) > 1
-    gpu_of = dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
-    while True:
-        cycle_start = obj
-        if rounds:
-            x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1,
-                            gpu_of=gpu_of)
-            n_rounds += len({r["round"] for r in log})  # a round searched in parts (by GPU) counts once
-            obj = min(obj, objective(a, x))
-        left = deadline - time.perf_counter()
-        if several and left >= 1.0 and open_gap(obj):
-            x, rec = polish_periods(model, a, x, PERIOD_SHARE * left if rounds else left, executor)
-            passes, kept = passes + 1, kept + rec["improved"]
-            obj = min(obj, rec["after"])
-        least = MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9) if rounds else 1e-9
-        if obj > cycle_start - least or deadline - time.perf_counter() < 1.0 or not open_gap(obj):
-            break
-    if obj >= start - 1e-9:
-        return x, obj, ""
-    if not rounds:
-        return x, obj, (f"then period by period from {start:,.2f} ({kept} of {len(model.data.periods)} periods "
-                        f"cheaper" + (f" in {passes} passes)" if passes > 1 else ")"))
-    said = f"improved by fix-and-optimize from {start:,.2f} ({n_rounds} rounds"
-    if passes:
-        found = f"{kept} period{'s' if kept != 1 else ''} re-solved cheaper" if kept else "none cheaper"
-        said += f"; after each cycle a pass over the periods: {found} in {passes} pass{'es' if passes > 1 else ''}"
-    return x, obj, said + ")"
-
-
-def _fixed_to_most_used(model: Model, a, x: np.ndarray, lp_x: np.ndarray | None):
-    """A copy of the arrays ``a`` with each request class fixed to the N configurations the plan ``x`` uses most
-    (ties by their traffic in ``lp_x``), every other configuration off: a restriction of the stable model."""
-    return configurations_fixed(model, a, _most_used(model, x, extra=0, then=lp_x))
-
-
-def _first_plans(model: Model, fixed, x: np.ndarray | None, lp_x: np.ndarray | None, source: str,
-                 relaxed: Relaxation, solver: str, deadline: float, gap: float, threads: int | None
-                 ) -> tuple[SolveResult, str, float]:
-    """The first plan of the restriction ``fixed`` (the configurations fixed), by the guesses nearest to what is
-    known first: (the result, which guess gave it, the solver's seconds in all).
-
-    The guesses: training as ``x`` (the plan of ``source``) places it,
-    training where ``lp_x`` (the point of ``relaxed``) places it, then the
-    configurations alone; each a restriction of ``fixed``, so any plan is a
-    stable plan. HiGHS searches them side by side, each until ``deadline``
-    (a ``time.perf_counter()`` value), and the first plan found is taken;
-    with ``threads`` 1, or another back end, they are tried in that order,
-    each with an equal share of the time left, the last what remains.
-    """
-    mip = model.mip
-    tries = []
-    if x is not None and x is not lp_x:
-        tries.append((f"training as {source} places it", restrict(mip, fixed, x, ROUNDS["inference"])))
-    near = training_support(mip, fixed, lp_x)
-    if near is not None:
-        tries.append((f"training placed where {relaxed.value} places it", near))
-    tries.append(("", fixed))
-    if solver == "highs" and len(tries) > 1 and threads != 1:
-        # the guesses side by side, each with all the time, the first plan found taken: a restriction that
-        # holds no plan near the guide must not take the time the wider ones need (bench x1 training-heavy:
-        # training where the LP runs hours found nothing in 16.5 s, the configurations alone a plan in 3.5 s;
-        # standard: the other way round). Not when the caller asked for one thread: that is one core
-        # (docs/performance.md, "First plans as soon as they are found")
-        i, first = first_plan([arrays for _, arrays in tries], max(1.0, deadline - time.perf_counter()), gap,
-                              threads)
-        return first, tries[i][0] if i is not None else "", first.solve_seconds
-    first, how, seconds = None, "", 0.0
-    for i, (how, arrays) in enumerate(tries):
-        left = deadline - time.perf_counter()
-        if first is not None and left < 1.0:
-            break
-        # each guess an equal share of what is left, the last all of it (the back ends that cannot search
-        # them side by side)
-        first = backend_solve(mip, solver=solver, time_limit=max(1.0, left / (len(tries) - i)), gap=gap,
-                              threads=threads, arrays=arrays, target=np.inf)  # to the first plan: the rounds improve it
-        seconds += first.solve_seconds
-        if first.status.has_plan:
-            break
-    return first, how, seconds
-
-
-def _fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, time_limit: float, gap: float,
-                          threads: int | None, bound: float | None, spent: float,
-                          source: str = "the plan without stability limits",
-                          lp_x: np.ndarray | None = None, executor=None, search: bool = False,
-                          root: float | None = None, busy: _Beside | None = None,
-                          relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None,
-                          shared: _Shared | None = None, said: Sequence[str] = (),
-                          bound_of: str | None = None) -> SolveResult:
-    """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
-
-    1. The stable model with each request class fixed to the N
-       configurations ``x`` uses most (a restriction), solved until the back
-       end's first plan (HiGHS; the other back ends solve it on). Without
-       ``x`` (the LP stopped on the limit) the configurations stay free.
-       The guesses: training restricted to where ``x`` places it, to
-       where the LP places it, and the configurations alone. HiGHS
-       searches them side by side, each with the whole time, and the first
-       plan found is taken (:func:`~optimizer.solve.backends.first_plan`);
-       with ``threads`` 1, or another back end, they are tried in that
-       order, each with an equal share of the time left, the last what
-       remains.
-    2. That plan improved. With ``search`` (the caller's LP took at most
-       :data:`STAGES_MAX_LP_SHARE` of the limit, so the back end can get
-       past its root in the time), by the back end's own search of the
-       restriction, started from it, with every second left; and, each time
-       a search proves its restriction's optimum before the limit, by the
-       search of a wider one (:func:`_widened`: per class the N + k
-       configurations ``x`` uses most, k = 1, 2, ..., the limit of N on),
-       started from the best plan, with every second left. A wider
-       restriction holds every plan of the narrower one, so its optimum is
-       never dearer; the widest, every configuration, is the whole stable
-       model of step 3. Otherwise
-       first re-committed, given ``lp_x``, to the LP relaxation's
-       commitments rounded up with every period re-solved against them
-       (:func:`_commit_as_lp`, :data:`PERIOD_SHARE` of the time left), then by
-       cycles of fix-and-optimize rounds (:mod:`optimizer.solve.polish`),
-       each followed by a pass over the periods
-       (:mod:`optimizer.solve.period_polish`, on ``executor`` when one is
-       given, :data:`PERIOD_SHARE` of the time left), until a cycle gains
-       little (:func:`_rounds_and_passes`).
-    3. The whole stable model, started from the best plan, with what is left
-       (with ``search``: only when the restriction's search ended before the
-       limit).
-
-    Every plan here is a stable plan. The bound reported is the best of
-    ``bound`` (the model without stability limits, or the configuration
-    relaxation; the driver raises it to the LP relaxation's where that is
-    higher), the searches beside (with ``search``: the stable model with its
-    floors, then, given the LP's ``duals``, the components and the periods
-    solved apart at them; :func:`_bound_beside`) and the whole stable
-    model's own bound from step 3; the restriction's and the rounds' bounds prove
-    nothing for the stable model. The root bound reported is the better of
-    ``root`` (the model without limits' root) and the whole stable model's
-    root, never the restriction's. A bound proven beside is kept as it
-    comes (``shared.bound``) and checked against each plan the path finds
-    after it: where it proves one within ``gap``, the path starts nothing
-    more and the searches beside stop (:meth:`_Shared.held`).
-
-    ``said``: what the caller did before (the descent over the
-    configurations), named first in the message; ``bound_of``: whose bound
-    ``bound`` is, when not that of ``source`` (a descent chooses the
-    configurations but proves nothing).
-    """
-    mip = model.mip
-    search = search and x is not None  # without a point nothing is fixed: the final search is that search
-    fixed = a.copy_bounds() if x is None else _fixed_to_most_used(model, a, x, lp_x)
-    # without a point to guide the choice (the LP stopped on the limit): the configurations stay free. Forcing
-    # every one on, as before, broke each class's limit whenever it had more candidates than it may use
-    t0 = time.perf_counter()
-
-    def open_gap(obj: float | None) -> bool:
-        # the caller's bound, or a better one proven beside by now
-        return not within_gap(obj, shared.proof(bound), gap)
-
-    steps = list(said)  # what the caller did before, named first in the message
-    seconds = spent
-    beside = None  # the stable model's own search for a bound, on a CPU of its own (_bound_beside)
-    # the best plan so far, for the searches beside; and ``answered``, set when one of them has proven it (or the
-    # stable model's optimum): the rest stop. ``shared``: the caller's, whose relaxations beside read it too
-    shared = _Shared() if shared is None else shared
-    answered = shared.answered
-    first, how = None, ""
-    # the LP relaxation did not solve in its share: no search of the whole model (first plans, fix-and-optimize
-    # rounds, the final search) gets past its root LP in the time either (bench x16: HiGHS's first plan not in
-    # 400 s, 220 s of rounds for 0.07 %, 61 s of final search for nothing; docs/performance.md, "The monthly
-    # model"). The first plan is made one period after the other from the monthly point; where a period has
-    # no plan in its share, the searches below follow
-    whole_fits = relaxed is not Relaxation.MONTHLY
-    if not whole_fits and x is not None and len(model.data.periods) > 1:
-        t = time.perf_counter()
-        built, rec = build_by_periods(model, fixed, _choices_made_whole(model, fixed, x), PERIOD_SHARE * time_limit,
-                                      gap=BUILD_GAP)
-        seconds += time.perf_counter() - t
-        if built is not None:
-            first = SolveResult(Status.FEASIBLE, solver, objective=rec["after"], x=built)
-            how = f"the periods solved one after the other from {relaxed.value}'s point"
-    if first is None:
-        first, how, spent_here = _first_plans(model, fixed, x, lp_x, source, relaxed, solver, t0 + time_limit, gap,
-                                              threads)
-        seconds += spent_here
-    if first.status.has_plan:
-        best_x, best_obj = first.x, first.objective
-        shared.take(a, best_x, gap)
-        steps.append((f"configurations fixed to those {source} uses most" if x is not None
-                      else "no point to fix configurations from: the whole stable model to its first plan")
-                     + (", " + how if how else ""))
-        left = time_limit - (time.perf_counter() - t0)
-        if search and open_gap(best_obj):
-            # one search beside at a time: where the caller's relaxations run on the second CPU (``busy``), the
-            # floors' search follows them there, from the best plan by then (``shared.x``, read when it starts)
-            beside = (_bound_beside(model, a, best_x, solver, BESIDE_SHARE * left, gap, threads,
-                                    deadline=t0 + time_limit, duals=duals, lp_x=lp_x, shared=shared)
-                      if busy is None else
-                      _bound_beside(model, a, best_x, solver, left, gap, threads, deadline=t0 + time_limit,
-                                    after=busy, shared=shared))
-        if search and left >= 1.0 and open_gap(best_obj):
-            # the restriction is small enough for the back end's search, whose heuristics work from its own
-            # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
-            # against 84,124 after the rounds; docs/performance.md). Its bound proves nothing for the
-            # stable model: only its plan is kept. It stops once the search beside has proven the stable
-            # model's optimum (``answered``)
-            inside = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
-                                   arrays=fixed, stop=answered)
-            seconds += inside.solve_seconds
-            if inside.status.has_plan and inside.objective < best_obj - 1e-9:
-                steps.append(f"then searched with those configurations fixed, from {best_obj:,.2f}")
-                best_x, best_obj = inside.x, inside.objective
-                shared.take(a, best_x, gap)  # a bound proven beside while this search ran may prove its plan
-            # the restriction proven: the choice of configurations was the guess, so the next search may choose
-            # among more of them (q3 + default catalog: 77,357.96 proven for the most used, 74,215.70 with one
-            # more per class; docs/performance.md, "Widening the restriction")
-            proven, extra = inside.status == Status.OPTIMAL, 0
-            while proven and open_gap(best_obj) and not answered.is_set():
-                extra += 1
-                left = time_limit - (time.perf_counter() - t0)
-                wide = _widened(model, a, x, extra, then=lp_x)
-                if wide is None or left < 1.0:  # every configuration: the whole stable model, below
-                    break
-                widened = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads,
-                                        start=best_x, arrays=wide, stop=answered)
-                seconds += widened.solve_seconds
-                if widened.status.has_plan and widened.objective < best_obj - 1e-9:
-                    steps.append(f"then searched with {extra} more configuration{'s' if extra > 1 else ''} "
-                                 f"per class to choose from, from {best_obj:,.2f}")
-                    best_x, best_obj = widened.x, widened.objective
-                    shared.take(a, best_x, gap)
-                proven = widened.status == Status.OPTIMAL
-        elif left >= 1.0 and open_gap(best_obj):
-            if lp_x is not None:
-                t = time.perf_counter()
-                x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
-                seconds += time.perf_counter() - t
-                if x_lp is not None and rec["after"] < best_obj - 1e-9:
-                    steps.append(f"then {relaxed.value}'s commitments, rounded up, with every period "
-                                 f"re-solved against them, from {best_obj:,.2f}")
-                    best_x, best_obj = x_lp, rec["after"]
-        left = time_limit - (time.perf_counter() - t0)
-        if not search and left >= 1.0 and open_gap(best_obj):
-            t = time.perf_counter()
-            best_x, best_obj, said = _rounds_and_passes(model, fixed, best_x, best_obj, solver, t0 + time_limit,
-                                                        threads, executor, whole_fits, open_gap)
-            seconds += time.perf_counter() - t
-            if said:
-                steps.append(said)
-    else:
-        if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
-            # no plan and no time: the restriction's bounds prove nothing for the stable model, the caller's do
-            return dataclasses.replace(first, solve_seconds=seconds, bound=bound, root_bound=root, gap=None)
-        # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's
-        best_x, best_obj = None, None
-        steps.append(f"the configurations {source} uses most admit no plan" if x is not None
-                     else "the stable model gave no first plan")
-    left = time_limit - (time.perf_counter() - t0)
-    result = None
-    proof = bound  # the whole stable model's own bound is a proof too
-    roots = [root]  # root bounds of relaxations of the stable model, or of the model itself
-    # the caller raised ``bound`` to the LP relaxation's where that was higher; named once where they are one
-    # whose bound ``bound`` is: the point's own (``source``) unless the caller names another (a descent chooses
-    # but proves nothing)
-    named = source if bound_of is None else bound_of
-    proof_from = f"that of {relaxed.bound_name if named == relaxed.value else named}"
-    if named != relaxed.value:
-        proof_from += (", or the LP relaxation's" if relaxed is Relaxation.LP
-                       else f", or that of {relaxed.bound_name}")
-    # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
-    # still the last resort
-    if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj) and not answered.is_set():
-        whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
-                              arrays=a, stop=answered)
-        seconds += whole.solve_seconds
-        roots.append(whole.root_bound)
-        if whole.bound is not None and whole.status.has_plan and (proof is None or whole.bound > proof):
-            proof, proof_from = whole.bound, "the whole stable model's search"
-        if whole.status.has_plan and (best_obj is None or whole.objective < best_obj - 1e-9):
-            result = whole
-            started = f"{best_obj:,.2f}" if best_obj is not None else "no plan"
-            steps.append(f"the whole stable model, started from {started}, found {whole.objective:,.2f}")
-        elif best_obj is None:
-            whole.solve_seconds = seconds
-            _raise_bound(whole, bound)
-            return whole
-        else:
-            steps.append("the whole stable model, started from it, found nothing cheaper")
-    if not whole_fits and best_obj is not None and open_gap(best_obj):
-        steps.append("the whole stable model not searched (its LP relaxation does not solve in the time): "
-                     "a heuristic plan")
-    elif left < 1.0 and best_obj is not None and open_gap(best_obj):
-        steps.append("no time was left to search the whole stable model, with other configurations"
-                     if search else "no time was left to search the whole stable model: a heuristic plan")
-    cuts = []
-    floors = None
-    cost = best_obj if result is None else result.objective
-    if busy is not None and (answered.is_set() or within_gap(cost, proof, gap)):
-        # the plan is proven: the caller's relaxations beside stop too (and the floors' search queued behind them
-        # does not start), instead of running to the limit while this path waits for them
-        if beside is not None:
-            beside.stop.set()
-        busy.stop.set()
-    if beside is not None:
-        floors, cuts, relaxed_beside = beside.result()
-    if floors is not None:
-        roots.append(floors.root_bound)
-        if floors.bound is not None and floors.status.has_plan and (proof is None or floors.bound > proof):
-            proof, proof_from = floors.bound, "the stable model's search with its configuration floors"
-        closed = " and proved it" if floors.status == Status.OPTIMAL else ""
-        if floors.status.has_plan and floors.objective < cost - 1e-9:
-            steps.append(f"the stable model with its configuration floors, searched beside, found "
-                         f"{floors.objective:,.2f}{closed}")
-            result = floors
-        elif closed:
-            steps.append("the stable model with its configuration floors, searched beside from the best plan, "
-                         "proved it")
-        elif proof == floors.bound and within_gap(cost, proof, gap):
-            steps.append("proven by the bound of the stable model's search with its configuration floors, "
-                         "beside")
-    if result is None:
-        if best_x is None:
-            return SolveResult(Status.TIME_LIMIT, solver, solve_seconds=seconds,
-                               message="no stable plan within the time limit")
-        result = SolveResult(Status.FEASIBLE, solver, objective=best_obj, x=best_x)
-    result.solve_seconds = seconds
-    result.bound = None if proof is None else min(proof, result.objective)
-    result.gap = relative_gap(result.objective, result.bound)
-    result.root_bound = best_root(roots, result.bound)
-    proven = within_gap(result.objective, result.bound, gap)
-    result.status = Status.OPTIMAL if proven else Status.FEASIBLE
-    result.message = (("optimal: " if proven else TIME_LIMIT_SAID) + "; ".join(steps) +
-                      ("" if proven else BOUND_NAMED.format(proof_from)))
-    if beside is not None and relaxed_beside is not None:  # a relaxation's bound; its point is no stable plan
-        _held_bound(result, (relaxed_beside, HELD_CONFIGURATIONS), gap)
-    for dec in cuts:  # solved apart on the floors' CPU after its search: the best bound proves, named as such
-        _apply_decomposition(result, dec, gap, where="on the CPU beside the search")
-    return result
