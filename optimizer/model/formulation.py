@@ -65,6 +65,9 @@ class ModelData:
     rate: float  # yearly discount rate applied (0 under `objective: cost`)
     commitments: str  # `horizon` or `full`
     jobs: list[str] = field(default_factory=list)  # every training job, candidates or not
+    #: tables derived from the fields above, computed once by the first family that asks (replicas needed, GPU
+    #: floors, the strengthening's group tables); a new ModelData (a re-priced copy) starts empty
+    cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 # ---------------------------------------------------------------------------
@@ -370,7 +373,7 @@ def replicas_needed(d: ModelData) -> pd.DataFrame:
     model data (the stability rows and presolve's bounds both read it; neither
     changes it).
     """
-    cached = getattr(d, "_replicas_needed", None)
+    cached = d.cache.get("replicas_needed")
     if cached is not None:
         return cached
     opts = d.inference_options[["service", "config", "period"]].drop_duplicates()
@@ -388,7 +391,7 @@ def replicas_needed(d: ModelData) -> pd.DataFrame:
         c = ub["service"].isin(costly)
         ub.loc[c, "ub"] = ub[c].groupby(["service", "config"])["ub"].transform("max")
     ub = ub[["service", "config", "period", "ub"]]
-    object.__setattr__(d, "_replicas_needed", ub)
+    d.cache["replicas_needed"] = ub
     return ub
 
 

@@ -117,7 +117,7 @@ def reprice(model: Model, problem: Problem) -> Model | None:
     rate = problem.discount_rate if problem.objective == "npv" else 0.0
     P = d.periods.copy()
     P["discount"] = discount_factors(P["month"], rate)
-    fresh = {f.name: getattr(d, f.name) for f in dataclasses.fields(d)}
+    fresh = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.init}  # not the cache: prices changed
     for name, value in fresh.items():
         if isinstance(value, pd.DataFrame):
             fresh[name] = _refresh(value, O, P)

@@ -101,7 +101,7 @@ def service_gpu_floor(d) -> pd.DataFrame:
     buckets: its LP value Σ_b D_b·min_k n_k/r_{k,b}, rounded up (GPUs come
     whole), and never below min_replicas × the smallest replica.
     """
-    cached = getattr(d, "_gpu_floor", None)
+    cached = d.cache.get("gpu_floor")
     if cached is not None:
         return cached
     # plain loops over dictionaries: the tables hold tens to hundreds of rows, where each pandas merge or
@@ -141,7 +141,7 @@ def service_gpu_floor(d) -> pd.DataFrame:
     out = pd.DataFrame({"service": pd.array([k[0] for k in keys], dtype=io["service"].dtype),
                         "period": pd.array([k[1] for k in keys], dtype=io["period"].dtype),
                         "lb": np.array([max(lb.get(k, 0), floors.get(k, 0) * nmin[k]) for k in keys], dtype=np.int64)})
-    object.__setattr__(d, "_gpu_floor", out)
+    d.cache["gpu_floor"] = out
     return out
 
 
@@ -227,11 +227,11 @@ def _group_tables(d, vt: dict) -> GroupTables:
     """:class:`GroupTables` of this model, kept on ``d`` for the family that asks second (both floor families
     read the same tables; a model of other held units gets its own)."""
     held = vt["units-held"]
-    cached = getattr(d, "_group_tables", None)
+    cached = d.cache.get("group_tables")
     if cached is not None and cached[0] is held:
         return cached[1]
     gt = GroupTables.of(d, held)
-    object.__setattr__(d, "_group_tables", (held, gt))
+    d.cache["group_tables"] = (held, gt)
     return gt
 
 
