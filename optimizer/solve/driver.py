@@ -466,62 +466,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     mip = model.mip
     a = mip.arrays()
     if heuristics_only(model, time_limit, lp_seconds, relaxed):
-        # no stage before the heuristics: the configurations to fix come from the descent from the LP's choice,
-        # in a share of the limit, where the LP relaxation itself guides (the monthly model's point is a point of
-        # another model)
-        descent = _descent(model, a, guide, HEURISTICS_DESCENT_SHARE * time_limit) \
-            if relaxed is Relaxation.LP else None
-        x, source, spent, said = ((guide, relaxed.value, 0.0, []) if descent is None else
-                                  (descent.x, DESCENT, descent.seconds, [_descent_said(descent)]))
-        return fixed_configurations(model, a, x, solver, time_limit if descent is None else
-                                     max(1.0, time_limit - spent), gap, threads, None, spent, source=source,
-                                     lp_x=guide, executor=executor, relaxed=relaxed, said=said,
-                                     bound_of=relaxed.value)
+        return _from_the_lp(model, a, guide, solver, time_limit, gap, threads, executor, relaxed)
     if time_limit is not None and too_wide_to_split(model):
-        # no class the exact split can take: the plan without limits would only choose the configurations to
-        # fix, and the configuration relaxation, whose floors hold for the classes limited to one
-        # configuration, chooses better and proves more. A model whose limits are all above one has no such
-        # class and keeps the model without limits: without floors the relaxation is little more than the LP,
-        # and stages 2 and 3 prove a model of q3's size in the time (q3 with two configurations a class at
-        # 60 s: proven optimal in 50 s that way, a 4.5 % gap left through the relaxation; docs/performance.md,
-        # "The configuration relaxation")
-        share = _share(time_limit, 0.0, STAGE_SHARE["first"])
-        # the same relaxation with whole units, on the CPU the first leaves idle, for its bound only (its point
-        # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog), and the
-        # model without limits after it if it is proven early. They run until the time limit, while the
-        # configurations are fixed and searched, and the best bound is taken at the end
-        shared = Shared()  # the path's best plan, which the relaxations beside may prove
-        held = relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
-        # the relaxation's branch and bound over the choices finds good ones slowly: a descent over them, one
-        # class at a time, hands it a good point to start from
-        descent = _descent(model, a, guide, DESCENT_SHARE * share)
-        first = configuration_relaxation(model, a, solver,
-                                         share if descent is None else max(1.0, share - descent.seconds), gap,
-                                         threads, start=None if descent is None else descent.x)
-        said = []
-        if descent is not None:
-            first.solve_seconds += descent.seconds
-            said.append(f"the configuration relaxation started from {_descent_said(descent)}")
-        if first.status == Status.INFEASIBLE:
-            if held is not None:
-                held.result()
-            first.message = ("no plan meets every constraint with each request class on at most its limit of "
-                             "configurations (the configuration relaxation is infeasible)")
-            return first
-        left = max(1.0, time_limit - (time.perf_counter() - t0))
-        # the point that chooses the configurations to fix: the relaxation's, else the descent's, else the LP's
-        x, source = ((first.x, "the configuration relaxation") if first.status.has_plan else
-                     (descent.x, DESCENT) if descent is not None else
-                     (guide, "the LP relaxation"))
-        result = fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
-                                       source=source,
-                                       lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                       busy=held, duals=duals, shared=shared, said=said,
-                                       bound_of="the configuration relaxation")
-        if held is not None:
-            # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
-            held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
-        return result
+        return _from_the_configuration_relaxation(model, a, guide, solver, time_limit, gap, threads, executor,
+                                                  duals, t0)
     ids = mip.variables["config-used"].ids
 
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
@@ -637,6 +585,74 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         whole.status = Status.OPTIMAL
         whole.message = "optimal: the stable plan meets the bound of the plan without stability limits"
     return whole
+
+
+def _from_the_lp(model: Model, a, guide: np.ndarray | None, solver: str, time_limit: float, gap: float,
+                 threads: int | None, executor, relaxed: Relaxation) -> SolveResult:
+    """The heuristics' path (:func:`heuristics_only`): no stage before the fixed-configuration path, whose
+    configurations come from the descent over the configurations from the LP relaxation's choice (``guide``), in
+    :data:`HEURISTICS_DESCENT_SHARE` of ``time_limit``; from the monthly model's point itself where that stands
+    in for the LP (a point of another model, which no descent of this one starts from)."""
+    descent = _descent(model, a, guide, HEURISTICS_DESCENT_SHARE * time_limit) \
+        if relaxed is Relaxation.LP else None
+    x, source, spent, said = ((guide, relaxed.value, 0.0, []) if descent is None else
+                              (descent.x, DESCENT, descent.seconds, [_descent_said(descent)]))
+    return fixed_configurations(model, a, x, solver, time_limit if descent is None else
+                                 max(1.0, time_limit - spent), gap, threads, None, spent, source=source,
+                                 lp_x=guide, executor=executor, relaxed=relaxed, said=said,
+                                 bound_of=relaxed.value)
+
+
+def _from_the_configuration_relaxation(model: Model, a, guide: np.ndarray | None, solver: str, time_limit: float,
+                                       gap: float, threads: int | None, executor, duals: np.ndarray | None,
+                                       t0: float) -> SolveResult:
+    """A model no class of which the exact split can take, under a time limit: the configuration relaxation
+    (started from the descent's point) chooses the configurations to fix and gives the bound, the same relaxation
+    with whole units (then the model without limits) runs beside for a better bound, and the fixed-configuration
+    path makes the plan. ``t0``: when the caller's time limit started."""
+    # the plan without limits would only choose the configurations to fix, and the configuration relaxation,
+    # whose floors hold for the classes limited to one configuration, chooses better and proves more. A model
+    # whose limits are all above one has no such class and keeps the model without limits: without floors the
+    # relaxation is little more than the LP, and stages 2 and 3 prove a model of q3's size in the time (q3 with
+    # two configurations a class at 60 s: proven optimal in 50 s that way, a 4.5 % gap left through the
+    # relaxation; docs/performance.md, "The configuration relaxation")
+    share = _share(time_limit, 0.0, STAGE_SHARE["first"])
+    # the same relaxation with whole units, on the CPU the first leaves idle, for its bound only (its point
+    # chooses worse configurations: 71,790 where the first's is 61,978 on q3 + default catalog), and the
+    # model without limits after it if it is proven early. They run until the time limit, while the
+    # configurations are fixed and searched, and the best bound is taken at the end
+    shared = Shared()  # the path's best plan, which the relaxations beside may prove
+    held = relaxations_beside(model, a, solver, t0 + time_limit, gap, threads, shared)
+    # the relaxation's branch and bound over the choices finds good ones slowly: a descent over them, one
+    # class at a time, hands it a good point to start from
+    descent = _descent(model, a, guide, DESCENT_SHARE * share)
+    first = configuration_relaxation(model, a, solver,
+                                     share if descent is None else max(1.0, share - descent.seconds), gap,
+                                     threads, start=None if descent is None else descent.x)
+    said = []
+    if descent is not None:
+        first.solve_seconds += descent.seconds
+        said.append(f"the configuration relaxation started from {_descent_said(descent)}")
+    if first.status == Status.INFEASIBLE:
+        if held is not None:
+            held.result()
+        first.message = ("no plan meets every constraint with each request class on at most its limit of "
+                         "configurations (the configuration relaxation is infeasible)")
+        return first
+    left = max(1.0, time_limit - (time.perf_counter() - t0))
+    # the point that chooses the configurations to fix: the relaxation's, else the descent's, else the LP's
+    x, source = ((first.x, "the configuration relaxation") if first.status.has_plan else
+                 (descent.x, DESCENT) if descent is not None else
+                 (guide, "the LP relaxation"))
+    result = fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
+                                   source=source,
+                                   lp_x=guide, executor=executor, search=True, root=first.root_bound,
+                                   busy=held, duals=duals, shared=shared, said=said,
+                                   bound_of="the configuration relaxation")
+    if held is not None:
+        # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
+        held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)
+    return result
 
 
 def _descent(model: Model, a, guide: np.ndarray | None, seconds: float) -> Descent | None:
