@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from optimizer.cli import main
+from conftest import assert_audited
 from test_whatif_toy import toy, write
 
 
@@ -132,3 +133,90 @@ def test_infeasible_scenario_is_reported_with_exit_1(tmp_path):
     assert r.exit_code == 1, r.output
     d = json.loads(r.stdout)
     assert d["scenario"]["status"] == "infeasible" and d["delta"]["objective"]["delta"] is None
+
+
+def _solve_change(tmp_path, sets=(), scales=()):
+    from optimizer.studies.whatif import Change, build, overlay, read_raw, solve_change
+
+    p = write(tmp_path, toy())
+    raw = read_raw(p)
+    new = overlay(raw, str(p), list(sets), list(scales))
+    return solve_change(Change("scenario", list(sets), list(scales)), build(raw, str(p)), build(new, str(p)))
+
+
+def test_a_change_of_prices_starts_the_scenario_from_the_base_plan(tmp_path, monkeypatch):
+    # The toy's optimum (22,500, worked by hand in test_whatif_toy.py) rents one on-demand unit for the 100 h of
+    # p1. At 1.5 times the on-demand price that plan costs 22,500 + 40 x 100 = 26,500, so the scenario, started
+    # from it, costs at most that. A change of demand is another model: nothing is handed over.
+    from optimizer import pipeline
+
+    calls = []
+    real = pipeline.run
+
+    def spy(problem, **kw):
+        plan = real(problem, **kw)
+        calls.append((list(kw.get("known", ())), plan))
+        return plan
+
+    monkeypatch.setattr(pipeline, "run", spy)
+    r = _solve_change(tmp_path, sets=["offerings[od].price_per_hour*=1.5"])
+    assert len(calls) == 2 and r.base.objective == pytest.approx(22_500)
+    (handed,) = calls[1][0]
+    assert (handed == calls[0][1].result.x).all()
+    assert r.scenario.objective <= 26_500 + 1e-6
+    assert_audited(r.base)
+    assert_audited(r.scenario)
+    calls.clear()
+    _solve_change(tmp_path, scales=["demand:2"])
+    assert len(calls) == 2 and calls[1][0] == []
+
+
+def test_a_base_stopped_above_the_scenarios_plan_is_searched_again_from_it(tmp_path, monkeypatch):
+    # The base's search is made to stop on its "limit" holding the optimum plus one more on-demand unit in both
+    # periods (80 x 100 h x 2 = 16,000 dearer: 38,500). The scenario (L4 1 % dearer) finds a plan that costs far
+    # less at the base's prices, so the base is searched again from it and ends at its optimum, 22,500.
+    import dataclasses
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import Status
+
+    real = driver.solve
+    handed = []
+
+    def dear_first(model, *args, **kw):
+        result = real(model, *args, **kw)
+        handed.append(list(kw.get("known", ())))
+        if len(handed) > 1:
+            return result
+        units = model.mip.variables["units-running"]
+        x = result.x.copy()
+        x[units.ids[(units.coords["offering"] == "od").to_numpy()]] += 1.0
+        return dataclasses.replace(result, status=Status.FEASIBLE, objective=result.objective + 16_000.0, x=x,
+                                   bound=None, gap=None, message="time limit: stopped by the test")
+
+    monkeypatch.setattr(driver, "solve", dear_first)
+    r = _solve_change(tmp_path, sets=["offerings[l4].price_per_hour*=1.01"])
+    assert len(handed) == 3  # the base, the scenario, the base again
+    assert len(handed[1]) == 1 and len(handed[2]) == 1  # the base's dear plan to the scenario, its plan back
+    assert r.base.objective == pytest.approx(22_500) and r.base.status.value == "optimal"
+    assert_audited(r.base)
+    assert_audited(r.scenario)
+
+
+def test_a_known_plan_of_another_model_is_never_used(tmp_path):
+    # a plan of another number of columns is no plan of this model (it is skipped, not an error); a plan of the
+    # right size that breaks a row neither
+    import numpy as np
+
+    from optimizer.candidates import build_candidates
+    from optimizer.load import load_problem
+    from optimizer.model import presolve
+    from optimizer.solve import driver
+
+    problem = load_problem(write(tmp_path, toy()))
+    model = presolve.build(problem, build_candidates(problem))
+    a = model.mip.arrays()
+    x = driver.solve(model).x
+    assert driver.known_plan(a, [x], "highs").objective == pytest.approx(22_500)
+    assert driver.known_plan(a, [np.append(x, 0.0)], "highs") is None  # one column more: another model's
+    assert driver.known_plan(a, [np.zeros(a.n_vars)], "highs") is None  # serves no demand

@@ -349,9 +349,9 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
     """The cheapest of the plans ``known`` that is a feasible point of the arrays ``a``, as a result; or None.
 
     Each is checked on ``a`` itself (every row, bound and integrality,
-    :func:`violations`): a plan from another
-    model (a neighbouring point of a sweep) is used only where it is a plan
-    of this one.
+    :func:`violations`): a plan from another model (a neighbouring point of
+    a sweep, the base of a what-if) is used only where it is a plan of this
+    one, and one of another number of columns never is.
     """
     plans = [np.asarray(x, float) for x in known]
     priced = [(objective(a, x), x) for x in plans if not violations(a, x)]

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -236,13 +237,49 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
 
     A scenario that changes only prices gets the base's model re-priced
     instead of built again (:func:`optimizer.model.reprice.models_of_structure`;
-    the same model to the bit).
+    the same model to the bit), and the two searches share their plans, so
+    that a delta never comes from one side's search stopping early:
+
+    - the scenario starts from the base's plan (``known``; kept only where
+      it meets every row of the scenario's model, whose budget row may
+      differ), so its plan never costs more than the base's at the new
+      prices;
+    - where the scenario's plan is a plan of the base's model that costs
+      less than the base's plan by more than the gap (possible only when
+      the base's search stopped on its time limit), the base is searched
+      again from it, a third solve.
+
+    Without a time limit both sides are proven within the gap and neither
+    hand-over changes a result (docs/whatif.md).
     """
-    from ..model.reprice import models_of_structure
+    from ..model.reprice import models_of_structure, structure_key
     from ..pipeline import run
 
-    return WhatIf(change, run(base, models=models_of_structure(base), **opts),
-                  run(scenario, models=models_of_structure(scenario), **opts))
+    same = structure_key(scenario) == structure_key(base)
+    before = run(base, models=models_of_structure(base), **opts)
+    known = [before.result.x] if same and before.status.has_plan else []
+    after = run(scenario, models=models_of_structure(scenario), **opts, known=known)
+    if same and after.status.has_plan and cheaper_for(before, after.result.x, opts.get("gap", 1e-6)):
+        before = run(base, models=models_of_structure(base), **opts, known=[after.result.x])
+    return WhatIf(change, before, after)
+
+
+def cheaper_for(plan: Plan, x: np.ndarray, gap: float) -> bool:
+    """Is ``x`` a plan of ``plan``'s model (every row, bound and integrality) that costs less than ``plan`` by
+    more than the relative ``gap`` (or is there no plan to compare with)? Never for a plan proven within ``gap``:
+    its bound is below every plan's cost."""
+    from ..solve.feasibility import objective, violations
+
+    if plan.mip is None:  # no model was built (rejected before the build)
+        return False
+    a = plan.mip.arrays()
+    x = np.asarray(x, float)
+    if violations(a, x):  # of another model (another size), or breaking a row of this one
+        return False
+    if not plan.status.has_plan:
+        return True
+    have = plan.result.objective
+    return objective(a, x) < have - gap * max(abs(have), 1e-9)
 
 
 def _money(x) -> str:
