@@ -252,15 +252,16 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
     Without a time limit both sides are proven within the gap and neither
     hand-over changes a result (docs/whatif.md).
     """
-    from ..model.reprice import models_of_structure, structure_key
+    from ..model.reprice import models_of_structure
     from ..pipeline import run
 
-    same = structure_key(scenario) == structure_key(base)
-    before = run(base, models=models_of_structure(base), **opts)
+    base_models, scenario_models = models_of_structure(base), models_of_structure(scenario)
+    same = scenario_models is base_models  # one structure, one Models: the same model, re-priced
+    before = run(base, models=base_models, **opts)
     known = [before.result.x] if same and before.status.has_plan else []
-    after = run(scenario, models=models_of_structure(scenario), **opts, known=known)
+    after = run(scenario, models=scenario_models, **opts, known=known)
     if same and after.status.has_plan and cheaper_for(before, after.result.x, opts.get("gap", 1e-6)):
-        before = run(base, models=models_of_structure(base), **opts, known=[after.result.x])
+        before = run(base, models=base_models, **opts, known=[after.result.x])
     return WhatIf(change, before, after)
 
 
