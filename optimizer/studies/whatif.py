@@ -269,18 +269,18 @@ def cheaper_for(plan: Plan, x: np.ndarray, gap: float) -> bool:
     """Is ``x`` a plan of ``plan``'s model (every row, bound and integrality) that costs less than ``plan`` by
     more than the relative ``gap`` (or is there no plan to compare with)? Never for a plan proven within ``gap``:
     its bound is below every plan's cost."""
-    from ..solve.feasibility import objective, violations
+    from ..solve.driver import known_plan
 
     if plan.mip is None:  # no model was built (rejected before the build)
         return False
-    a = plan.mip.arrays()
-    x = np.asarray(x, float)
-    if violations(a, x):  # of another model (another size), or breaking a row of this one
+    # None: of another model (another size), or breaking a row of this one
+    other = known_plan(plan.mip.arrays(), [x], plan.result.solver)
+    if other is None:
         return False
     if not plan.status.has_plan:
         return True
     have = plan.result.objective
-    return objective(a, x) < have - gap * max(abs(have), 1e-9)
+    return other.objective < have - gap * max(abs(have), 1e-9)
 
 
 def _money(x) -> str:
