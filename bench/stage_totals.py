@@ -65,7 +65,14 @@ def _timed(f, label: str):
 
 
 def pytest_configure(config) -> None:
-    """Wrap every stage, wherever a module holds it by name (``from .plan import extract`` too)."""
+    """Wrap every stage, wherever a module holds it by name (``from .plan import extract`` too).
+
+    The run's first process (xdist's controller, or the only one) removes the files an earlier run left,
+    which the totals would otherwise add in (a run with more workers leaves files this one never rewrites).
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        for stale in glob.glob(os.path.join(_folder(), "stages-*.json")):
+            os.remove(stale)
     for module in ("optimizer.api", "optimizer.cli"):  # every module that may hold a stage by name
         importlib.import_module(module)
     wrapped = {}
@@ -80,6 +87,8 @@ def pytest_configure(config) -> None:
 
 
 def pytest_sessionfinish(session) -> None:
+    if not _totals:  # xdist's controller runs no test: no file, so the count of test processes is right
+        return
     os.makedirs(_folder(), exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(_folder(), f"stages-{worker}.json"), "w") as fh:
