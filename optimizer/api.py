@@ -34,6 +34,7 @@ import numpy as np
 
 from .load import Problem
 from .load import load_problem as _load_problem
+from .model.mip import NamedPoint
 from .plan import Plan
 from .solve.backends import DEFAULT_SOLVER
 
@@ -75,7 +76,7 @@ def _problem(problem: str | Path | Problem, sets, scales, overrides, kwargs) -> 
 def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_limit: float | None = None,
           gap: float = 1e-6, threads: int | None = None, sets=(), scales=(),
           overrides: Mapping[str, Any] | None = None, workers: int = 1, executor: str = "local",
-          scheduler: str | None = None, known: Sequence[Plan | np.ndarray] = (), **kwargs: Any) -> Plan:
+          scheduler: str | None = None, known: Sequence[Plan | NamedPoint | np.ndarray] = (), **kwargs: Any) -> Plan:
     """The cheapest plan, audited: ``gpuopt solve``.
 
     Returns a :class:`~optimizer.plan.Plan`: ``status``, ``objective``,
@@ -87,12 +88,14 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     split's leaves run there side by side and the periods are also solved
     apart there for a bound (``result.decomposition_bound``).
 
-    ``known``: plans already in hand (an earlier :class:`Plan` of a similar
-    problem, such as the same one at other prices, or its ``result.x``).
-    Each that meets every row of this problem's model is a first plan for
-    the search, which then looks only for cheaper ones; the result is never
-    dearer than the cheapest of them. A plan of a model with other columns
-    or rows is ignored.
+    ``known``: plans already in hand: an earlier :class:`Plan` of a similar
+    problem (the same one at other prices, with an offering more, ...) or
+    its ``point()``, read in this problem's model by what each variable
+    stands for (a variable it lacks is 0); or a vector of this model's
+    columns. Each that meets every row of this problem's model is a first
+    plan for the search, which then looks only for cheaper ones; the result
+    is never dearer than the cheapest of them. One that breaks a row is
+    ignored.
 
     A problem that differs from one solved before in this process only in
     prices (the same file with another price, a price overlay) is not built
@@ -107,9 +110,14 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     pr = _problem(problem, sets, scales, overrides, kwargs)
     with solve_executor(executor, workers, scheduler) as pool:
         return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool,
-                   known=[k.result.x if isinstance(k, Plan) else np.asarray(k, float) for k in known
-                          if not (isinstance(k, Plan) and k.result.x is None)],
+                   known=[_known(k) for k in known if not (isinstance(k, Plan) and k.point() is None)],
                    models=models_of_structure(pr))
+
+
+def _known(k: Plan | NamedPoint | np.ndarray) -> NamedPoint | np.ndarray:
+    if isinstance(k, Plan):
+        return k.point()
+    return k if isinstance(k, NamedPoint) else np.asarray(k, float)
 
 
 def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, Any] | None = None,

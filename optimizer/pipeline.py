@@ -16,6 +16,7 @@ from .audit import audit
 from .candidates import Candidates, build_candidates
 from .load import Problem
 from .model import presolve
+from .model.mip import NamedPoint
 from .model.reprice import Models
 from .plan import Plan, extract
 from .solve import driver
@@ -73,7 +74,7 @@ def run(
     threads: int | None = None,
     candidates: Candidates | None = None,
     executor=None,
-    known: Sequence[np.ndarray] = (),
+    known: Sequence[np.ndarray | NamedPoint] = (),
     leaf_bounds=None,
     models: Models | None = None,
 ) -> Plan:
@@ -86,7 +87,10 @@ def run(
     decomposition bound run (none: no decomposition). ``known``: plans
     already in hand (a sweep's solved neighbours), each used as the search's
     first incumbent only if it meets every row of this problem's model
-    (:func:`optimizer.solve.driver.known_plan`); ``leaf_bounds``: bounds of
+    (:func:`optimizer.solve.driver.known_plan`): a point of this model's
+    columns, or a plan of another model by name
+    (:meth:`optimizer.model.mip.MIP.named`, read here by block and
+    coordinates); ``leaf_bounds``: bounds of
     the exact split's leaves carried from elsewhere
     (:func:`optimizer.solve.split.exact_split`). ``models``: models built
     before, of the same candidates (:class:`optimizer.model.reprice.Models`);
@@ -110,6 +114,7 @@ def run(
     else:
         # the limit is the whole run's: the build is spent, and the plan and audit after the solve need time too
         budget = driver.solve_budget(time_limit, time.perf_counter() - t0)
+        known = [model.mip.point_from(k) if isinstance(k, NamedPoint) else k for k in known]
         result = driver.solve(model, solver, budget, gap, threads, executor=executor, known=known,
                                leaf_bounds=leaf_bounds)
         result.build_seconds += build

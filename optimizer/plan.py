@@ -19,9 +19,10 @@ from .candidates import Candidates
 from .load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months, term_block,
                                 discount_factors, horizon_end_month, monthly_flow_pv, positions)
-from .model.mip import MIP
+from .model.mip import MIP, NamedPoint
 from .schema import PAY_PER_HOUR
 from .model.presolve import Model
+from .solve.feasibility import objective, violations
 from .solve.result import SolveResult, Status
 from .timetable import COLUMNS as TIMETABLE_COLUMNS, NoTimetable, timetable
 
@@ -103,6 +104,32 @@ class Plan:
         if not self.status.has_plan:
             return None
         return self.npv if self.problem.objective == "npv" else self.total_cost
+
+    def point(self) -> NamedPoint | None:
+        """The plan's values by variable block and coordinates (:meth:`optimizer.model.mip.MIP.named`), for
+        another model's search to start from; None without a plan."""
+        if not self.status.has_plan or self.mip is None or self.result.x is None:
+            return None
+        return self.mip.named(self.result.x)
+
+    def beaten_by(self, point: NamedPoint, gap: float) -> bool:
+        """Is ``point`` (a plan of this or another model, :meth:`point`), read in this plan's model, a plan of
+        it that costs less than this one by more than the relative ``gap``?
+
+        A plan of it meets every row, bound and integrality of the model.
+        Where this solve has no plan, any plan of the model beats it. Never
+        true of a plan proven within ``gap``: its bound lies below every
+        plan's cost; so only a search stopped on its time limit is beaten.
+        """
+        if self.mip is None:  # no model was built (rejected before the build)
+            return False
+        a, x = self.mip.arrays(), self.mip.point_from(point)
+        if violations(a, x, limit=1):  # not a plan of this model: another structure, or a row it breaks
+            return False
+        if not self.status.has_plan:
+            return True
+        have = self.result.objective
+        return objective(a, x) < have - gap * max(abs(have), 1e-9)
 
     def by_pricing(self) -> pd.DataFrame:
         g = self.ledger.groupby("pricing", as_index=False)[["cost", "pv"]].sum()

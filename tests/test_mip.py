@@ -75,6 +75,27 @@ def test_values_map_back_to_coordinates():
 
 
 
+def test_a_point_of_one_program_is_read_in_another_by_block_and_coordinates():
+    # source: units (a, p1)=1, (a, p2)=2, (b, p1)=3; an "owned" block of one variable = 4; a block only it has.
+    # target: units in another order, (c, p1) it alone has, (b, p1) missing; the owned block; no "extra".
+    src = MIP()
+    src.add_variables("units", pd.DataFrame({"offering": ["a", "a", "b"], "period": ["p1", "p2", "p1"]}))
+    src.add_variables("owned", pd.DataFrame({"offering": ["a"]}))
+    src.add_variables("extra", pd.DataFrame({"i": [0, 1]}))
+    dst = MIP()
+    dst.add_variables("owned", pd.DataFrame({"offering": ["z", "a"]}))
+    dst.add_variables("units", pd.DataFrame({"offering": ["c", "a", "a"], "period": ["p1", "p2", "p1"]}))
+    point = src.named(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.0]))
+    # owned z, owned a, units (c, p1), (a, p2), (a, p1)
+    assert dst.point_from(point).tolist() == [0.0, 4.0, 0.0, 2.0, 1.0]
+    assert src.point_from(point).tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+    # a block of the same name with other coordinates is not read
+    other = MIP()
+    other.add_variables("units", pd.DataFrame({"offering": ["a"]}))
+    other.add_variables("owned", pd.DataFrame({"gpu": ["a"]}))
+    assert other.point_from(point).tolist() == [0.0, 0.0]
+
+
 def test_highs_returns_its_own_optimum_when_presolve_solves_a_started_model():
     # The units round of fix-and-optimize: every decision but the units fixed at a first plan, which is
     # the start. HiGHS's presolve solves such a model alone; HiGHS 1.16.0 (highspy) then reported the

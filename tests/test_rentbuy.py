@@ -320,3 +320,62 @@ def test_a_problem_asked_for_twice_is_solved_once(tmp_path, audited):
     hand = (17_520 + 17_520 / 1.1 - OWN_FIXED_ENERGY_PV) / (1 - 0.6 / 1.21)
     assert be["capex"] <= hand <= be["capex_tested_above"] * (1 + 1e-9)
     assert rent > out.strategies.set_index("name").loc["mix", "objective"]
+
+
+def test_a_mix_stopped_above_the_rent_plan_is_searched_again_from_it(tmp_path, audited, monkeypatch):
+    # Rent (no owned unit) on TINY, by hand: res 1 in both years, od 1 in year 1 and 2 in year 2:
+    #   9,260 + 8,418.18 + 17,520 + 2 x 15,927.27 = 67,052.73.
+    # The mix's search is made to stop on its "limit" holding its optimum (42,610.05) plus one more on-demand
+    # unit in both years (17,520 + 15,927.27 more: 76,057.32), dearer than renting alone. Every rent plan is a
+    # mix plan, so the mix is searched again from the rent plan and ends at its optimum.
+    import dataclasses
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import Status
+
+    real = driver.solve
+    handed = []
+
+    def mix_stopped_dear(model, *args, **kw):
+        result = real(model, *args, **kw)
+        handed.append(list(kw.get("known", ())))
+        if len(handed) != 3:  # rent, buy, then the mix
+            return result
+        units = model.mip.variables["units-running"]
+        x = result.x.copy()
+        x[units.ids[(units.coords["offering"] == "od").to_numpy()]] += 1.0
+        dear = result.objective + 17_520 + 17_520 / 1.1
+        return dataclasses.replace(result, status=Status.FEASIBLE, objective=dear, x=x, bound=None, gap=None,
+                                   message="time limit: stopped by the test")
+
+    monkeypatch.setattr(driver, "solve", mix_stopped_dear)
+    pr = tiny(tmp_path)
+    solve, _ = rb.make_solver(pr, solver=SOLVER)
+    table, plans, _units = rb.compare_strategies(pr, solve)
+    s = table.set_index("name")
+    rent = 9_260 + 8_418.18 + 17_520 + 2 * 17_520 / 1.1
+    assert s.loc["rent", "objective"] == pytest.approx(rent, abs=0.01)
+    assert s.loc["buy", "status"] == "infeasible"  # one owned unit cannot serve 3 rps
+    assert len(handed) == 4  # rent, buy, the mix, the mix again
+    assert len(handed[3]) == 1 and handed[2] == []  # the rent plan handed to the mix's second search
+    assert s.loc["mix", "objective"] == pytest.approx(MIX_NPV) and s.loc["mix", "status"] == "optimal"
+    assert plans["mix"].objective == pytest.approx(MIX_NPV)
+    assert len(audited) == 4
+
+
+def test_the_break_even_and_the_sensitivity_start_from_the_mix_plan(tmp_path, audited, monkeypatch):
+    # every solve after the strategies is handed the mix's plan; where it is a plan of the copy (a price
+    # changed) the copy's search starts from it
+    handed = []
+    real = rb.run  # the audited run
+
+    def spy(problem, **kw):
+        handed.append(list(kw.get("known", ())))
+        return real(problem, **kw)
+
+    monkeypatch.setattr(rb, "run", spy)
+    out = rb.analyse(tiny(tmp_path), solver=SOLVER)
+    assert handed[:3] == [[], [], []]  # the strategies, side by side, hand nothing over
+    assert len(handed) > 3 and all(len(k) == 1 for k in handed[3:])
+    mix = out.mix.result.x
+    assert all((out.mix.mip.point_from(k[0]) == mix).all() for k in handed[3:])

@@ -144,10 +144,8 @@ def _solve_change(tmp_path, sets=(), scales=()):
     return solve_change(Change("scenario", list(sets), list(scales)), build(raw, str(p)), build(new, str(p)))
 
 
-def test_a_change_of_prices_starts_the_scenario_from_the_base_plan(tmp_path, monkeypatch):
-    # The toy's optimum (22,500, worked by hand in test_whatif_toy.py) rents one on-demand unit for the 100 h of
-    # p1. At 1.5 times the on-demand price that plan costs 22,500 + 40 x 100 = 26,500, so the scenario, started
-    # from it, costs at most that. A change of demand is another model: nothing is handed over.
+def _spy_runs(monkeypatch) -> list:
+    """Every pipeline.run of the test: (the known plans it was handed, its plan)."""
     from optimizer import pipeline
 
     calls = []
@@ -159,16 +157,45 @@ def test_a_change_of_prices_starts_the_scenario_from_the_base_plan(tmp_path, mon
         return plan
 
     monkeypatch.setattr(pipeline, "run", spy)
+    return calls
+
+
+def test_a_change_of_prices_starts_the_scenario_from_the_base_plan(tmp_path, monkeypatch):
+    # The toy's optimum (22,500, worked by hand in test_whatif_toy.py) rents one on-demand unit for the 100 h of
+    # p1. At 1.5 times the on-demand price that plan costs 22,500 + 40 x 100 = 26,500, so the scenario, started
+    # from it, costs at most that.
+    calls = _spy_runs(monkeypatch)
     r = _solve_change(tmp_path, sets=["offerings[od].price_per_hour*=1.5"])
     assert len(calls) == 2 and r.base.objective == pytest.approx(22_500)
     (handed,) = calls[1][0]
-    assert (handed == calls[0][1].result.x).all()
+    assert (calls[1][1].mip.point_from(handed) == calls[0][1].result.x).all()  # the same model: the same columns
     assert r.scenario.objective <= 26_500 + 1e-6
     assert_audited(r.base)
     assert_audited(r.scenario)
+
+
+def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_the_scenario(tmp_path, monkeypatch):
+    from optimizer.solve import driver
+
+    calls = _spy_runs(monkeypatch)
+    # A second spot unit (max_units 1 -> 2) is a bound of the model, not a price: another model. The base's plan
+    # (22,500) is still one of it, at the same prices. The scenario's optimum puts the second spot unit in
+    # place of the on-demand unit of p1: 22,500 - (80 - 45) x 100 = 19,000.
+    r = _solve_change(tmp_path, sets=["offerings[spot].max_units=2"])
+    (handed,) = calls[1][0]
+    scenario = calls[1][1]
+    used = driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs")
+    assert used is not None and used.objective == pytest.approx(22_500)
+    assert r.scenario.objective == pytest.approx(19_000)
+    assert len(calls) == 2  # the base is proven: the scenario's plan (more spot) is no plan of the base's model
     calls.clear()
-    _solve_change(tmp_path, scales=["demand:2"])
-    assert len(calls) == 2 and calls[1][0] == []
+    # Twice the demand: the base's plan, handed over, serves half of chat's 20 rps in p1, so it breaks the
+    # scenario's demand rows and the scenario searches without it.
+    r = _solve_change(tmp_path, scales=["demand:2"])
+    (handed,) = calls[1][0]
+    scenario = calls[1][1]
+    assert driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs") is None
+    assert r.scenario.status.value == "optimal"
 
 
 def test_a_base_stopped_above_the_scenarios_plan_is_searched_again_from_it(tmp_path, monkeypatch):

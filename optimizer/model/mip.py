@@ -136,6 +136,23 @@ class Rows:
         return len(self.names)
 
 
+@dataclass(frozen=True)
+class NamedPoint:
+    """A point of a program by name: per variable block, the coordinates of its non-zero variables and their
+    values (:meth:`MIP.named`), so that a plan of one program can be read as a point of another
+    (:meth:`MIP.point_from`)."""
+
+    blocks: dict[str, tuple[pd.MultiIndex, np.ndarray]]
+
+
+def _keys(coords: pd.DataFrame) -> pd.MultiIndex:
+    """A block's coordinates as an index of text tuples (a column's dtype may differ between two builds; a
+    block without coordinates is numbered by its position in the block)."""
+    if coords.columns.empty:
+        return pd.MultiIndex.from_arrays([coords.index.astype(str)])
+    return pd.MultiIndex.from_frame(coords.astype(str))
+
+
 class TrivialInfeasibility(Exception):
     """A constraint with no variables whose bounds exclude zero (e.g. demand nobody can serve)."""
 
@@ -442,6 +459,37 @@ class MIP:
             var_names=var_names,
             row_names=row_names,
         )
+
+    def named(self, x: np.ndarray) -> NamedPoint:
+        """``x``, a point of this program, by block name and coordinates (its non-zero values only)."""
+        x = np.asarray(x, float)
+        blocks = {}
+        for name, block in self.variables.items():
+            v = x[block.start: block.start + block.size]
+            nz = np.flatnonzero(v)
+            if len(nz):
+                blocks[name] = (_keys(block.coords.iloc[nz]), v[nz].copy())
+        return NamedPoint(blocks)
+
+    def point_from(self, point: NamedPoint) -> np.ndarray:
+        """``point`` (a plan of this or another program, :meth:`named`) as a point of this program.
+
+        Each variable takes the value the point gives the block of the same
+        name at the same coordinates (service, offering, period, ...), and 0
+        where it gives none: a plan of a narrower problem (no new owned
+        servers, one offering fewer) read as a plan of a wider one. Whether
+        the result meets this program's rows is for the caller to check
+        (:func:`optimizer.solve.driver.known_plan`).
+        """
+        out = np.zeros(self._n_vars)
+        for name, (keys, values) in point.blocks.items():
+            block = self.variables.get(name)
+            if block is None or not block.size or list(keys.names) != list(_keys(block.coords.iloc[:0]).names):
+                continue
+            at = _keys(block.coords).get_indexer(keys)  # the keys of a block are unique
+            found = at >= 0
+            out[block.start + at[found]] = values[found]
+        return out
 
     def values(self, name: str, x: np.ndarray) -> pd.DataFrame:
         """The solution of block ``name``: its coordinates plus a ``value`` column."""

@@ -31,7 +31,7 @@ import pickle
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ import pandas as pd
 from ..solve.backends import DEFAULT_SOLVER, Status
 from ..candidates import Candidates, build_candidates
 from ..model.formulation import discount_factors, horizon_end_month, owned_unit_costs
+from ..model.mip import NamedPoint
 from ..model.reprice import Models, candidates_digest, models_in_this_process
 from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
 from ..pipeline import run
@@ -241,6 +242,21 @@ class Solves:
         self._free = 0 if self.executor is None else self.executor.workers
         self._first_in_line = 0
         self._asked: dict[bytes, cf.Future] = {}  # every problem submitted, by its pickled bytes' digest
+        #: plans every solve submitted from now on starts from, where they meet its model's rows (:meth:`start_from`)
+        self.known: list[NamedPoint] = []
+
+    def start_from(self, plan: Plan) -> None:
+        """Every solve from now on starts from ``plan`` (read by name in its model) where it is a plan of it.
+
+        The break-even probes and the sensitivity's copies differ from the
+        mix in one input; where the mix's plan is still a plan of the copy
+        (a price changed, less demand), the copy's search starts from it, so
+        that a copy's plan never costs more than the mix's plan at the
+        copy's inputs because a search stopped on its time limit. Without a
+        time limit every solve is proven within the gap either way.
+        """
+        if plan.status.has_plan and plan.mip is not None:
+            self.known = [plan.mip.named(plan.result.x)]
 
     @property
     def side_by_side(self) -> bool:
@@ -253,15 +269,27 @@ class Solves:
         futures = [self._submit(pr, first=False) for pr in problems]
         return [f.result() for f in futures]
 
+    def again(self, problem: Problem, known: Sequence[NamedPoint]) -> Plan:
+        """``problem`` searched again from the plans ``known``; its plan is the one asked for ``problem`` from
+        now on (a search stopped on its time limit above another strategy's plan, :func:`compare_strategies`)."""
+        future = self._start(problem, True, known)
+        self._asked[self._key(problem)] = future
+        return future.result()[0]
+
+    @staticmethod
+    def _key(problem: Problem) -> bytes:
+        return hashlib.sha256(pickle.dumps(problem)).digest()
+
     def _submit(self, problem: Problem, first: bool):
-        key = hashlib.sha256(pickle.dumps(problem)).digest()
+        key = self._key(problem)
         # the chain's thread and this one may both miss the same new key: then it is solved twice, as before
         if key not in self._asked:
             self._asked[key] = self._start(problem, first)
         return self._asked[key]
 
-    def _start(self, problem: Problem, first: bool):
-        task = (problem, self.models, self.options)
+    def _start(self, problem: Problem, first: bool, known: Sequence[NamedPoint] = ()):
+        known = [*known, *self.known]
+        task = (problem, self.models, {**self.options, "known": known} if known else self.options)
         if self.executor is None:
             return Inline().submit(solve_copy, task)
         with self._gate:
@@ -401,7 +429,9 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
     has_owned = bool((problem.offerings["pricing"] == "owned").any())
     builds = [(name, build) for name, build in (("rent", rent_strategy), ("buy", buy_strategy),
                                                  ("mix", lambda pr: variant(pr))) if name != "buy" or has_owned]
-    solved = dict(zip([name for name, _ in builds], timed(solve, [build(problem) for _, build in builds])))
+    problems = {name: build(problem) for name, build in builds}
+    solved = dict(zip(problems, timed(solve, list(problems.values()))))
+    share_plans(solved, problems, solve)
     for name in ("rent", "buy", "mix"):
         if name not in solved:
             rows.append({"name": name, "status": "not applicable", "message": "the problem has no owned offerings"})
@@ -433,6 +463,32 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
         ut = pd.DataFrame(columns=["strategy", "offering", "pricing", "gpu", "units_max", "units_avg", "new_units",
                                    "existing_units", "blocks", "gpu_hours_used", "utilisation"])
     return df, plans, ut
+
+
+def share_plans(solved: dict[str, tuple[Plan, float]], problems: dict[str, Problem], solve: Solves) -> None:
+    """Search a strategy again from another's plan where that is a plan of it that costs less by more than the gap.
+
+    Every rent plan and every buy plan is a mix plan (the mix allows both),
+    and a mix plan that buys no new server is a rent plan; so a mix dearer
+    than renting alone, or a rent dearer than a mix that buys nothing, can
+    only come from a search stopped on its time limit, and would show
+    finance a saving or a cost that no choice makes. Each strategy, the mix
+    first (it can take either plan), is checked against the others' plans,
+    read in its model by name (:meth:`optimizer.plan.Plan.beaten_by`), and
+    searched again from those that beat it (its seconds include both
+    searches). Without a time limit every plan is proven within the gap and
+    nothing is searched again.
+    """
+    gap = solve.options["gap"]
+    for name in ("mix", "rent", "buy"):
+        if name not in solved:
+            continue
+        plan, seconds = solved[name]
+        points = [p for other, (q, _) in solved.items() if other != name for p in [q.point()] if p is not None]
+        beaten = [p for p in points if plan.beaten_by(p, gap)]
+        if beaten:
+            t0 = time.perf_counter()
+            solved[name] = (solve.again(problems[name], beaten), seconds + time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------------------
@@ -979,6 +1035,7 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
     solve, _ = make_solver(problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
                            executor=executor)
     strat, plans, units = compare_strategies(problem, solve)
+    solve.start_from(plans["mix"])  # the break-even's and the sensitivity's copies start from the mix's plan
     out = RentBuy(problem=problem, strategies=strat, strategy_units=units, plans=plans)
     mix = plans["mix"]
     if not mix.status.has_plan:

@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -237,13 +236,15 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
 
     A scenario that changes only prices gets the base's model re-priced
     instead of built again (:func:`optimizer.model.reprice.models_of_structure`;
-    the same model to the bit), and the two searches share their plans, so
-    that a delta never comes from one side's search stopping early:
+    the same model to the bit). Whatever the change, the two searches share
+    their plans, so that a delta never comes from one side's search stopping
+    early. A plan of one side is read in the other's model by block and
+    coordinates (:meth:`optimizer.plan.Plan.point`), and used only where it
+    meets every row of that model:
 
-    - the scenario starts from the base's plan (``known``; kept only where
-      it meets every row of the scenario's model, whose budget row may
-      differ), so its plan never costs more than the base's at the new
-      prices;
+    - the scenario starts from the base's plan, so its plan never costs more
+      than the base's plan at the scenario's inputs, wherever that is a plan
+      of the scenario (a price changed, less demand, an offering added);
     - where the scenario's plan is a plan of the base's model that costs
       less than the base's plan by more than the gap (possible only when
       the base's search stopped on its time limit), the base is searched
@@ -255,32 +256,15 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
     from ..model.reprice import models_of_structure
     from ..pipeline import run
 
+    gap = opts.get("gap", 1e-6)
     base_models, scenario_models = models_of_structure(base), models_of_structure(scenario)
-    same = scenario_models is base_models  # one structure, one Models: the same model, re-priced
     before = run(base, models=base_models, **opts)
-    known = [before.result.x] if same and before.status.has_plan else []
-    after = run(scenario, models=scenario_models, **opts, known=known)
-    if same and after.status.has_plan and cheaper_for(before, after.result.x, opts.get("gap", 1e-6)):
-        before = run(base, models=base_models, **opts, known=[after.result.x])
+    ours = before.point()
+    after = run(scenario, models=scenario_models, **opts, known=[] if ours is None else [ours])
+    theirs = after.point()
+    if theirs is not None and before.beaten_by(theirs, gap):
+        before = run(base, models=base_models, **opts, known=[theirs])
     return WhatIf(change, before, after)
-
-
-def cheaper_for(plan: Plan, x: np.ndarray, gap: float) -> bool:
-    """Is ``x`` a plan of ``plan``'s model (every row, bound and integrality) that costs less than ``plan`` by
-    more than the relative ``gap`` (or is there no plan to compare with)? Never for a plan proven within ``gap``:
-    its bound is below every plan's cost."""
-    from ..solve.driver import known_plan
-
-    if plan.mip is None:  # no model was built (rejected before the build)
-        return False
-    # None: of another model (another size), or breaking a row of this one
-    other = known_plan(plan.mip.arrays(), [x], plan.result.solver)
-    if other is None:
-        return False
-    if not plan.status.has_plan:
-        return True
-    have = plan.result.objective
-    return other.objective < have - gap * max(abs(have), 1e-9)
 
 
 def _money(x) -> str:
