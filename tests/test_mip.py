@@ -1,5 +1,6 @@
 """The table-built MIP container: rows from term tables, duplicates, empty rows."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -228,6 +229,27 @@ def test_highs_probes_only_in_searches_asked_for_a_gap_below_ten_per_cent(highs_
     seen.clear()
     lp = solve_relaxation(m, m.arrays(), "highs")
     assert lp.objective == pytest.approx(13 / 3) and not [v for k, v in seen if k == "presolve_rule_off"]
+
+
+def test_the_part_models_search_without_highs_aggregator(highs_options):
+    # HiGHS does not look at its time limit inside its aggregator (presolve rule 12), which ran 10 s of a 3 s
+    # limit on a part model; the part models are searched with it off, with probing off too where their gap
+    # is 10 % or more; the covering model's optimum, 5, either way
+    from optimizer.solve import decompose
+    from optimizer.solve.backends import highspy_backend
+
+    seen = highs_options
+    assert highspy_backend.AGGREGATOR_RULE == 12 and decompose.PART_RULES_OFF == 1 << 12
+    m, _ = covering_mip()
+    task = decompose.PartTask("all", np.arange(m.n_vars), m.arrays(), None, 1e-6)
+    row = decompose.solve_part(task)
+    assert ("presolve_rule_off", 1 << 12) in seen and row["bound"] == pytest.approx(5.0)
+    seen.clear()
+    row = decompose.solve_part(dataclasses.replace(task, gap=0.1))
+    assert ("presolve_rule_off", (1 << 12) | (1 << 15)) in seen and row["bound"] <= 5.0 + 1e-9
+    seen.clear()
+    assert solve(m, solver="highs").objective == pytest.approx(5.0)  # the whole model's search keeps every rule
+    assert not [v for k, v in seen if k == "presolve_rule_off"]
 
 
 def test_a_leaf_stopped_at_its_cutoff_by_the_callback_is_cut_off_not_a_failure():
