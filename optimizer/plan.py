@@ -114,22 +114,10 @@ class Plan:
 
     def beaten_by(self, point: NamedPoint, gap: float) -> bool:
         """Is ``point`` (a plan of this or another model, :meth:`point`), read in this plan's model, a plan of
-        it that costs less than this one by more than the relative ``gap``?
-
-        A plan of it meets every row, bound and integrality of the model.
-        Where this solve has no plan, any plan of the model beats it. Never
-        true of a plan proven within ``gap``: its bound lies below every
-        plan's cost; so only a search stopped on its time limit is beaten.
-        """
+        it that costs less than this one by more than the relative ``gap``? (:func:`beats`)"""
         if self.mip is None:  # no model was built (rejected before the build)
             return False
-        a, x = self.mip.arrays(), self.mip.point_from(point)
-        if violations(a, x, limit=1):  # not a plan of this model: another structure, or a row it breaks
-            return False
-        if not self.status.has_plan:
-            return True
-        have = self.result.objective
-        return objective(a, x) < have - gap * max(abs(have), 1e-9)
+        return beats(point, self.mip, self.result.objective if self.status.has_plan else None, gap)
 
     def by_pricing(self) -> pd.DataFrame:
         g = self.ledger.groupby("pricing", as_index=False)[["cost", "pv"]].sum()
@@ -171,6 +159,24 @@ def _values(mip: MIP, vt: dict, name: str, x: np.ndarray) -> pd.DataFrame:
     """The variable table ``name`` with the solution's ``value`` of each variable."""
     tab = vt[name]
     return tab.assign(value=x[tab["var"].to_numpy(np.int64)] if len(tab) else np.zeros(0))
+
+
+def beats(point: NamedPoint, mip: MIP, cost: float | None, gap: float) -> bool:
+    """Is ``point``, read in ``mip`` (:meth:`optimizer.model.mip.MIP.point_from`), a plan of it that costs less
+    than ``cost`` (the model's own plan's, in the model's objective; None: it has none) by more than the
+    relative ``gap``?
+
+    A plan of it meets every row, bound and integrality of the model.
+    Where the model has no plan, any plan of it beats it. Never true of a
+    plan proven within ``gap``: its bound lies below every plan's cost; so
+    only a search stopped on its time limit is beaten.
+    """
+    a, x = mip.arrays(), mip.point_from(point)
+    if violations(a, x, limit=1):  # not a plan of this model: another structure, or a row it breaks
+        return False
+    if cost is None:
+        return True
+    return objective(a, x) < cost - gap * max(abs(cost), 1e-9)
 
 
 def extract(model: Model, result: SolveResult) -> Plan:

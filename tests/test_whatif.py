@@ -247,3 +247,53 @@ def test_a_known_plan_of_another_model_is_never_used(tmp_path):
     assert driver.known_plan(a, [x], "highs").objective == pytest.approx(22_500)
     assert driver.known_plan(a, [np.append(x, 0.0)], "highs") is None  # one column more: another model's
     assert driver.known_plan(a, [np.zeros(a.n_vars)], "highs") is None  # serves no demand
+
+
+def test_scenarios_side_by_side_under_a_time_limit_share_the_base_plan(tmp_path, monkeypatch):
+    # Under a time limit the base is solved first and each scenario starts from its plan. The base's search is
+    # made to stop 16,000 above its optimum (one more on-demand unit in both periods: 80 x 100 h x 2), at
+    # 38,500; "l4-up" (L4 1 % dearer) and "spot-cut" find plans that cost less at the base's prices (the
+    # optimum, 22,500, holds no spot above its one unit, so it is a plan of the base's model), so the base is
+    # searched again from them, and ends at 22,500. Without a time limit nothing is handed over.
+    import dataclasses
+
+    from optimizer.solve import driver
+    from optimizer.solve.result import Status
+    from optimizer.studies import sweep
+
+    real_solve, real_task = driver.solve, sweep.solve_task
+    calls, tasks = [], []
+
+    def dear_first(model, *args, **kw):
+        result = real_solve(model, *args, **kw)
+        calls.append(len(kw.get("known", ())))
+        if len(calls) > 1:
+            return result
+        units = model.mip.variables["units-running"]
+        x = result.x.copy()
+        x[units.ids[(units.coords["offering"] == "od").to_numpy()]] += 1.0
+        return dataclasses.replace(result, status=Status.FEASIBLE, objective=result.objective + 16_000.0, x=x,
+                                   bound=None, gap=None, message="time limit: stopped by the test")
+
+    def spy(task):
+        tasks.append((task["index"], len(task.get("known", ()))))
+        return real_task(task)
+
+    monkeypatch.setattr(driver, "solve", dear_first)
+    monkeypatch.setattr(sweep, "solve_task", spy)
+    scen = [{"name": "l4-up", "set": ["offerings[l4].price_per_hour*=1.01"]}, SCEN[0]]
+    p = write(tmp_path, toy(scenarios=scen))
+    r = cli("whatif", p, "--format", "json", "--time-limit", "60")
+    assert r.exit_code == 0, r.output
+    rows = {s["name"]: s for s in json.loads(r.stdout)["scenarios"]}
+    # the base, the two scenarios (each handed the base's plan), the base again (its plan and theirs)
+    assert tasks == [(0, 0), (1, 1), (2, 1), (0, 3)]
+    assert rows["base"]["objective"] == pytest.approx(22_500) and rows["base"]["status"] == "optimal"
+    assert "point" not in rows["base"] and "point_cost" not in rows["base"]
+    tasks.clear()
+    calls.clear()
+    r = cli("whatif", p, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert [k for _, k in tasks] == [0, 0, 0]
+    # the base stopped dear, and without a limit nothing repairs it: the rows read each side as solved
+    assert json.loads(r.stdout)["scenarios"][0]["objective"] == pytest.approx(38_500)

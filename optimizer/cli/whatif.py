@@ -125,8 +125,11 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
     threads, lend = share_cpus(opts["threads"], workers, executor, scheduler)
     opts = {**opts, "threads": threads}
     tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
-    results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
-                        progress=Progress(len(tasks), label="scenarios"), lend=lend)
+    if opts["time_limit"] is None:  # every side proven within the gap: nothing to hand over, all side by side
+        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
+                            progress=Progress(len(tasks), label="scenarios"), lend=lend)
+    else:
+        results = _handed_over(tasks, raws[0], file, opts["gap"], workers, executor, scheduler, lend)
     rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
                               for ch, res in zip(changes, results)])
     if fmt == "json":
@@ -135,3 +138,41 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
     else:
         click.echo(render_side_by_side(rows, currency))
     sys.exit(worst_exit([r["status"] for r in rows]))
+
+
+def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> list[dict]:
+    """The base, then the scenarios side by side from its plan; the base again from theirs where one beats it.
+
+    Under a time limit a search may stop above a plan another side holds,
+    and the table would then show a saving or a cost that no scenario
+    makes. So, as for a single what-if (:func:`optimizer.studies.whatif.solve_change`),
+    each scenario starts from the base's plan, read in its model by name
+    (used where it meets every row there), and the base is searched again
+    from the scenarios' plans, with its own, where one of them is a plan of
+    the base's model that costs less than the base's by more than the gap.
+    """
+    from ..model.reprice import models_of_structure
+    from ..plan import beats
+    from ..studies.sweep import Progress, run_tasks
+    from ..studies.whatif import build
+
+    def solved(ts: list[dict], label: str) -> list[dict]:
+        return run_tasks([{**t, "point": True} for t in ts], workers=workers, executor=executor,
+                         scheduler=scheduler, progress=Progress(len(ts), label=label), lend=lend)
+
+    def point(res: dict):
+        res.pop("point_cost")
+        return res.pop("point")
+
+    (base,) = solved(tasks[:1], "base")
+    cost, ours = base["point_cost"], point(base)
+    rest = solved([{**t, "known": [ours]} if ours is not None else t for t in tasks[1:]], "scenarios")
+    theirs = [p for p in (point(r) for r in rest) if p is not None]
+    if theirs:
+        problem = build(raw, file)
+        model = models_of_structure(problem).build(problem)
+        if any(beats(p, model.mip, cost, gap) for p in theirs):
+            (base,) = solved([{**tasks[0], "known": ([ours] if ours is not None else []) + theirs}], "base again")
+            point(base)
+    return [base] + rest
+

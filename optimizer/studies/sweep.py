@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..executors import make_executor, share_cpus
+from ..model.mip import NamedPoint
 from ..solve.backends import DEFAULT_SOLVER, version as solver_version
 from ..overlay import Selector, apply_scale_factor, apply_set_value, parse_path, parse_selector, split_set
 from ..yamlio import parse_yaml
@@ -193,7 +194,8 @@ def solve_task(task: dict) -> dict:
         if out is not None:
             return out
     known = [np.asarray(task[side]["x"], float) for side in ("left", "right") if task.get(side) is not None]
-    known += [np.asarray(x, float) for x in task.get("known", ())]
+    # a plan of another model comes by name (NamedPoint: a scenario side by side handed the base's plan)
+    known += [x if isinstance(x, NamedPoint) else np.asarray(x, float) for x in task.get("known", ())]
     carried = None
     if task.get("left") is not None and task.get("right") is not None and task.get("t") is not None:
         from .parametric import Anchor, leaf_bounds
@@ -203,6 +205,10 @@ def solve_task(task: dict) -> dict:
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
                threads=task["threads"], known=known, leaf_bounds=carried, models=models_of_structure(problem))
     out = {"index": task["index"], **summary(plan)}
+    if task.get("point"):  # the plan by name, for another model to start from (Plan.point; None without one),
+        # and its cost in the model's own objective (what Plan.beaten_by compares)
+        out["point"] = plan.point()
+        out["point_cost"] = plan.result.objective if plan.status.has_plan else None
     if task.get("t") is not None:
         from .parametric import anchor
 
