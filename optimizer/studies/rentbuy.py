@@ -250,13 +250,13 @@ class Solves:
 
         The break-even probes and the sensitivity's copies differ from the
         mix in one input; where the mix's plan is still a plan of the copy
-        (a price changed, less demand), the copy's search starts from it, so
+        (a price, a capex, a lifetime changed), the copy's search starts from it, so
         that a copy's plan never costs more than the mix's plan at the
         copy's inputs because a search stopped on its time limit. Without a
         time limit every solve is proven within the gap either way.
         """
-        if plan.status.has_plan and plan.mip is not None:
-            self.known = [plan.mip.named(plan.result.x)]
+        point = plan.point()
+        self.known = [] if point is None else [point]
 
     @property
     def side_by_side(self) -> bool:
