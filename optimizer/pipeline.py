@@ -126,4 +126,18 @@ def run(
         plan.audit = audit(plan)
     if result.status == Status.INFEASIBLE:
         plan.diagnosis = diagnose(problem, cands, solver=solver, time_limit=time_limit, threads=threads, pre=pre)
+    wall = time.perf_counter() - t0
+    if time_limit is not None and wall > (1.0 + LIMIT_OVERRUN_SAID) * time_limit:
+        plan.warnings.append(overrun_warning(wall, time_limit, build))
     return plan
+
+
+#: a run that ends later than this share past its time limit says so in its plan's warnings
+LIMIT_OVERRUN_SAID = 0.1
+
+
+def overrun_warning(wall: float, time_limit: float, build: float) -> str:
+    """The warning of a run that ended ``wall`` seconds after it started, past its ``time_limit``."""
+    return (f"time limit: the run took {wall:.1f} s of wall clock, past its limit of {time_limit:g} s "
+            f"(the model's build took {build:.1f} s; below what the build, the first plan and its audit take, "
+            f"a limit cannot be kept)")

@@ -300,3 +300,32 @@ def test_scale_selector_on_solve(tmp_path):
     assert json.loads(r.stdout)["objective"] == pytest.approx(32_000)
     r = gpuopt("solve", str(p), "--scale", "gpu=B200:0.5")
     assert r.returncode == 2 and "B200" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("step, limit, said", [(1.0, 1.0, True), (0.001, 60.0, False)])
+def test_a_run_past_its_time_limit_says_so_in_its_warnings(tmp_path, monkeypatch, step, limit, said):
+    # The pipeline's clock is made to advance `step` seconds at each reading; a run reads it at its start, after
+    # the build, before the solve and at its end: with 1 s a reading the run takes 3 s of that clock, past a
+    # limit of 1 s by more than a tenth, and its plan says so (in the JSON's warnings too); with 1 ms a reading
+    # it takes 3 ms of a 60 s limit, and says nothing. No reading of the real clock decides it.
+    import types
+
+    from optimizer import pipeline
+    from optimizer.load import load_problem
+
+    now = [0.0]
+
+    def perf_counter():
+        now[0] += step
+        return now[0]
+
+    monkeypatch.setattr(pipeline, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    plan = pipeline.run(load_problem(write(tmp_path, BASE)), time_limit=limit)
+    said_here = [w for w in plan.warnings if w.startswith("time limit:")]
+    if said:
+        assert said_here == ["time limit: the run took 3.0 s of wall clock, past its limit of 1 s (the model's "
+                             "build took 1.0 s; below what the build, the first plan and its audit take, a limit "
+                             "cannot be kept)"]
+        assert said_here[0] in plan.to_dict()["warnings"]
+    else:
+        assert said_here == []
