@@ -198,10 +198,9 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     assert r.scenario.status.value == "optimal"
 
 
-def test_a_base_stopped_above_the_scenarios_plan_is_searched_again_from_it(tmp_path, monkeypatch):
-    # The base's search is made to stop on its "limit" holding the optimum plus one more on-demand unit in both
-    # periods (80 x 100 h x 2 = 16,000 dearer: 38,500). The scenario (L4 1 % dearer) finds a plan that costs far
-    # less at the base's prices, so the base is searched again from it and ends at its optimum, 22,500.
+def _first_search_stopped_dear(monkeypatch) -> list:
+    """The test's first driver search made to stop on its "limit" holding the toy's optimum plus one more
+    on-demand unit in both periods (80 x 100 h x 2 = 16,000 dearer); every search's known plans, listed."""
     import dataclasses
 
     from optimizer.solve import driver
@@ -222,6 +221,14 @@ def test_a_base_stopped_above_the_scenarios_plan_is_searched_again_from_it(tmp_p
                                    bound=None, gap=None, message="time limit: stopped by the test")
 
     monkeypatch.setattr(driver, "solve", dear_first)
+    return handed
+
+
+def test_a_base_stopped_above_the_scenarios_plan_is_searched_again_from_it(tmp_path, monkeypatch):
+    # The base's search is made to stop on its "limit" holding the optimum plus one more on-demand unit in both
+    # periods (80 x 100 h x 2 = 16,000 dearer: 38,500). The scenario (L4 1 % dearer) finds a plan that costs far
+    # less at the base's prices, so the base is searched again from it and ends at its optimum, 22,500.
+    handed = _first_search_stopped_dear(monkeypatch)
     r = _solve_change(tmp_path, sets=["offerings[l4].price_per_hour*=1.01"])
     assert len(handed) == 3  # the base, the scenario, the base again
     assert len(handed[1]) == 1 and len(handed[2]) == 1  # the base's dear plan to the scenario, its plan back
@@ -255,31 +262,16 @@ def test_scenarios_side_by_side_under_a_time_limit_share_the_base_plan(tmp_path,
     # 38,500; "l4-up" (L4 1 % dearer) and "spot-cut" find plans that cost less at the base's prices (the
     # optimum, 22,500, holds no spot above its one unit, so it is a plan of the base's model), so the base is
     # searched again from them, and ends at 22,500. Without a time limit nothing is handed over.
-    import dataclasses
-
-    from optimizer.solve import driver
-    from optimizer.solve.result import Status
     from optimizer.studies import sweep
 
-    real_solve, real_task = driver.solve, sweep.solve_task
-    calls, tasks = [], []
-
-    def dear_first(model, *args, **kw):
-        result = real_solve(model, *args, **kw)
-        calls.append(len(kw.get("known", ())))
-        if len(calls) > 1:
-            return result
-        units = model.mip.variables["units-running"]
-        x = result.x.copy()
-        x[units.ids[(units.coords["offering"] == "od").to_numpy()]] += 1.0
-        return dataclasses.replace(result, status=Status.FEASIBLE, objective=result.objective + 16_000.0, x=x,
-                                   bound=None, gap=None, message="time limit: stopped by the test")
+    real_task = sweep.solve_task
+    tasks = []
+    calls = _first_search_stopped_dear(monkeypatch)
 
     def spy(task):
         tasks.append((task["index"], len(task.get("known", ()))))
         return real_task(task)
 
-    monkeypatch.setattr(driver, "solve", dear_first)
     monkeypatch.setattr(sweep, "solve_task", spy)
     scen = [{"name": "l4-up", "set": ["offerings[l4].price_per_hour*=1.01"]}, SCEN[0]]
     p = write(tmp_path, toy(scenarios=scen))
