@@ -10,6 +10,7 @@ checks plan, ledger and objective with formulas of its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizo
 from .model.mip import MIP, NamedPoint
 from .schema import PAY_PER_HOUR
 from .model.presolve import Model
-from .solve.feasibility import objective, violations
+from .solve.driver import known_plan
 from .solve.result import SolveResult, Status
 from .timetable import COLUMNS as TIMETABLE_COLUMNS, NoTimetable, timetable
 
@@ -112,12 +113,12 @@ class Plan:
             return None
         return self.mip.named(self.result.x)
 
-    def beaten_by(self, point: NamedPoint, gap: float) -> bool:
-        """Is ``point`` (a plan of this or another model, :meth:`point`), read in this plan's model, a plan of
-        it that costs less than this one by more than the relative ``gap``? (:func:`beats`)"""
+    def beating(self, points: Sequence[NamedPoint], gap: float) -> list[NamedPoint]:
+        """Those of ``points`` (plans of this or another model, :meth:`point`) that, read in this plan's model,
+        are plans of it costing less than this one by more than the relative ``gap`` (:func:`beating`)."""
         if self.mip is None:  # no model was built (rejected before the build)
-            return False
-        return beats(point, self.mip, self.result.objective if self.status.has_plan else None, gap)
+            return []
+        return beating(points, self.mip, self.result.objective if self.status.has_plan else None, gap)
 
     def by_pricing(self) -> pd.DataFrame:
         g = self.ledger.groupby("pricing", as_index=False)[["cost", "pv"]].sum()
@@ -161,22 +162,24 @@ def _values(mip: MIP, vt: dict, name: str, x: np.ndarray) -> pd.DataFrame:
     return tab.assign(value=x[tab["var"].to_numpy(np.int64)] if len(tab) else np.zeros(0))
 
 
-def beats(point: NamedPoint, mip: MIP, cost: float | None, gap: float) -> bool:
-    """Is ``point``, read in ``mip`` (:meth:`optimizer.model.mip.MIP.point_from`), a plan of it that costs less
-    than ``cost`` (the model's own plan's, in the model's objective; None: it has none) by more than the
-    relative ``gap``?
+def beating(points: Sequence[NamedPoint], mip: MIP, cost: float | None, gap: float) -> list[NamedPoint]:
+    """Those of ``points`` that, read in ``mip`` (:meth:`optimizer.model.mip.MIP.point_from`), are plans of it
+    costing less than ``cost`` (the model's own plan's, in the model's objective; None: it has none) by more than
+    the relative ``gap``.
 
-    A plan of it meets every row, bound and integrality of the model.
-    Where the model has no plan, any plan of it beats it. Never true of a
+    A plan of it meets every row, bound and integrality of the model
+    (:func:`optimizer.solve.driver.known_plan` checks and prices each).
+    Where the model has no plan, any plan of it beats it. None beats a
     plan proven within ``gap``: its bound lies below every plan's cost; so
     only a search stopped on its time limit is beaten.
     """
-    a, x = mip.arrays(), mip.point_from(point)
-    if violations(a, x, limit=1):  # not a plan of this model: another structure, or a row it breaks
-        return False
-    if cost is None:
-        return True
-    return objective(a, x) < cost - gap * max(abs(cost), 1e-9)
+    a = mip.arrays()  # assembled once for every point
+    out = []
+    for p in points:
+        other = known_plan(a, [mip.point_from(p)], "")  # None: another structure, or a row it breaks
+        if other is not None and (cost is None or other.objective < cost - gap * max(abs(cost), 1e-9)):
+            out.append(p)
+    return out
 
 
 def extract(model: Model, result: SolveResult) -> Plan:

@@ -152,7 +152,7 @@ def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> l
     the base's model that costs less than the base's by more than the gap.
     """
     from ..model.reprice import models_of_structure
-    from ..plan import beats
+    from ..plan import beating
     from ..studies.sweep import Progress, run_tasks
     from ..studies.whatif import build
 
@@ -171,7 +171,7 @@ def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> l
     if theirs:
         problem = build(raw, file)
         model = models_of_structure(problem).build(problem)
-        if any(beats(p, model.mip, cost, gap) for p in theirs):
+        if beating(theirs, model.mip, cost, gap):
             (base,) = solved([{**tasks[0], "known": ([ours] if ours is not None else []) + theirs}], "base again")
             point(base)
     return [base] + rest

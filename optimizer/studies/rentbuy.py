@@ -474,21 +474,22 @@ def share_plans(solved: dict[str, tuple[Plan, float]], problems: dict[str, Probl
     only come from a search stopped on its time limit, and would show
     finance a saving or a cost that no choice makes. Each strategy, the mix
     first (it can take either plan), is checked against the others' plans,
-    read in its model by name (:meth:`optimizer.plan.Plan.beaten_by`), and
+    read in its model by name (:meth:`optimizer.plan.Plan.beating`), and
     searched again from those that beat it (its seconds include both
     searches). Without a time limit every plan is proven within the gap and
     nothing is searched again.
     """
     gap = solve.options["gap"]
+    points = {name: plan.point() for name, (plan, _) in solved.items()}  # each plan by name, read once
     for name in ("mix", "rent", "buy"):
         if name not in solved:
             continue
         plan, seconds = solved[name]
-        points = [p for other, (q, _) in solved.items() if other != name for p in [q.point()] if p is not None]
-        beaten = [p for p in points if plan.beaten_by(p, gap)]
+        beaten = plan.beating([p for other, p in points.items() if other != name and p is not None], gap)
         if beaten:
             t0 = time.perf_counter()
             solved[name] = (solve.again(problems[name], beaten), seconds + time.perf_counter() - t0)
+            points[name] = solved[name][0].point()
 
 
 # ---------------------------------------------------------------------------

@@ -206,7 +206,7 @@ def solve_task(task: dict) -> dict:
                threads=task["threads"], known=known, leaf_bounds=carried, models=models_of_structure(problem))
     out = {"index": task["index"], **summary(plan)}
     if task.get("point"):  # the plan by name, for another model to start from (Plan.point; None without one),
-        # and its cost in the model's own objective (what Plan.beaten_by compares)
+        # and its cost in the model's own objective (what plan.beating compares)
         out["point"] = plan.point()
         out["point_cost"] = plan.result.objective if plan.status.has_plan else None
     if task.get("t") is not None:

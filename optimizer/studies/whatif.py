@@ -244,7 +244,8 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
 
     - the scenario starts from the base's plan, so its plan never costs more
       than the base's plan at the scenario's inputs, wherever that is a plan
-      of the scenario (a price changed, less demand, an offering added);
+      of the scenario (a price changed, an offering added or given more supply;
+      rarely less demand, since replica bounds are derived from it);
     - where the scenario's plan is a plan of the base's model that costs
       less than the base's plan by more than the gap (possible only when
       the base's search stopped on its time limit), the base is searched
@@ -262,7 +263,7 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
     ours = before.point()
     after = run(scenario, models=scenario_models, **opts, known=[] if ours is None else [ours])
     theirs = after.point()
-    if theirs is not None and before.beaten_by(theirs, gap):
+    if theirs is not None and before.beating([theirs], gap):
         before = run(base, models=base_models, **opts, known=[theirs])
     return WhatIf(change, before, after)
 
