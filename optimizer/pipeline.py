@@ -132,7 +132,9 @@ def run(
     return plan
 
 
-#: a run that ends later than this share past its time limit says so in its plan's warnings
+#: a run that ends later than this share past its time limit says so in its plan's warnings (runs whose limit is
+#: above what the build and first plan take end within 6 % of it: docs/performance.md, "A time limit kept beside
+#: the search", 2026-11-29)
 LIMIT_OVERRUN_SAID = 0.1
 
 

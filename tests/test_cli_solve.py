@@ -310,6 +310,7 @@ def test_a_run_past_its_time_limit_says_so_in_its_warnings(tmp_path, monkeypatch
     # it takes 3 ms of a 60 s limit, and says nothing. No reading of the real clock decides it.
     import types
 
+    from conftest import assert_audited
     from optimizer import pipeline
     from optimizer.load import load_problem
 
@@ -321,6 +322,7 @@ def test_a_run_past_its_time_limit_says_so_in_its_warnings(tmp_path, monkeypatch
 
     monkeypatch.setattr(pipeline, "time", types.SimpleNamespace(perf_counter=perf_counter))
     plan = pipeline.run(load_problem(write(tmp_path, BASE)), time_limit=limit)
+    assert_audited(plan)
     said_here = [w for w in plan.warnings if w.startswith("time limit:")]
     if said:
         assert said_here == ["time limit: the run took 3.0 s of wall clock, past its limit of 1 s (the model's "

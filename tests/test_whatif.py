@@ -187,6 +187,8 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     used = driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs")
     assert used is not None and used.objective == pytest.approx(22_500)
     assert r.scenario.objective == pytest.approx(19_000)
+    assert_audited(r.base)
+    assert_audited(r.scenario)
     assert len(calls) == 2  # the base is proven: the scenario's plan (more spot) is no plan of the base's model
     calls.clear()
     # Twice the demand: the base's plan, handed over, serves half of chat's 20 rps in p1, so it breaks the
@@ -196,6 +198,8 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     scenario = calls[1][1]
     assert driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs") is None
     assert r.scenario.status.value == "optimal"
+    assert_audited(r.base)
+    assert_audited(r.scenario)
 
 
 def _first_search_stopped_dear(monkeypatch) -> list:
@@ -273,6 +277,7 @@ def test_scenarios_side_by_side_under_a_time_limit_share_the_base_plan(tmp_path,
         return real_task(task)
 
     monkeypatch.setattr(sweep, "solve_task", spy)
+    runs = _spy_runs(monkeypatch)
     scen = [{"name": "l4-up", "set": ["offerings[l4].price_per_hour*=1.01"]}, SCEN[0]]
     p = write(tmp_path, toy(scenarios=scen))
     r = cli("whatif", p, "--format", "json", "--time-limit", "60")
@@ -282,6 +287,9 @@ def test_scenarios_side_by_side_under_a_time_limit_share_the_base_plan(tmp_path,
     assert tasks == [(0, 0), (1, 1), (2, 1), (0, 3)]
     assert rows["base"]["objective"] == pytest.approx(22_500) and rows["base"]["status"] == "optimal"
     assert "point" not in rows["base"] and "point_cost" not in rows["base"]
+    assert len(runs) == 4
+    for _, plan in runs:
+        assert_audited(plan)
     tasks.clear()
     calls.clear()
     r = cli("whatif", p, "--format", "json")
