@@ -84,4 +84,4 @@ def sweep(problem, varies, vary_scales, sets, scales, fmt, out_dir, plot_file, f
     if bad:
         click.echo(f"{len(bad)} of {len(pts)} point(s) have no plan (first: point {bad[0]['index']}, "
                    f"{bad[0]['status']}: {bad[0]['message']})", err=True)
-    sys.exit(worst_exit([p["status"] for p in pts]))
+    sys.exit(worst_exit([p["status"] for p in pts], [(f"point {p['index']}", p["audit"]) for p in pts]))

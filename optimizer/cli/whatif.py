@@ -18,13 +18,26 @@ import click
 
 from ..solve.backends import Status
 from ..errors import InputError
-from .common import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, fail_usage
+from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
 
 
-def worst_exit(statuses) -> int:
-    """3 if any solve failed without a plan, else 1 if any was infeasible, else 0."""
+def worst_exit(statuses, audits=()) -> int:
+    """4 if any plan failed its audit, else 3 if any solve failed without a plan, else 1 if any was infeasible,
+    else 0.
+
+    ``audits``: pairs of a name and that plan's violations; each failure is
+    said on stderr as the internal error it is (a plan that disagrees with
+    its model is a bug in gpuopt, as for ``gpuopt solve``).
+    """
+    from ..studies.whatif import audit_failures
+
+    failed = audit_failures(audits)
+    for line in failed:
+        click.echo(f"internal error, please report: a plan failed its audit: {line}", err=True)
+    if failed:
+        return EXIT_INTERNAL
     sts = [Status(s) for s in statuses]
     if any(not s.has_plan and s != Status.INFEASIBLE for s in sts):
         return EXIT_SOLVER
@@ -97,7 +110,7 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
         for p, label in ((base, "base"), (new, "scenario")):
             if not p.status.has_plan:
                 click.echo(f"{label}: {p.status.value}: {p.result.message}", err=True)
-        sys.exit(worst_exit([base.status.value, new.status.value]))
+        sys.exit(worst_exit([base.status.value, new.status.value], [("base", base.audit), ("scenario", new.audit)]))
 
     if not named:
         fail_usage("nothing to compare: give --set/--scale, --scenario NAME, or scenarios "
@@ -137,7 +150,7 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
                               indent=2))
     else:
         click.echo(render_side_by_side(rows, currency))
-    sys.exit(worst_exit([r["status"] for r in rows]))
+    sys.exit(worst_exit([r["status"] for r in rows], [(r["name"], r["audit"]) for r in rows]))
 
 
 def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> list[dict]:

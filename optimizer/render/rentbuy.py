@@ -77,6 +77,8 @@ def to_dict(rb: RentBuy) -> dict:
                        "npv": None if rb.cash_flows is None else float(rb.cash_flows["items"]["pv"].sum())},
         "sensitivity": records(t["sensitivity"]),
         "notes": rb.notes,
+        # one line per plan of the analysis that failed its audit (empty: every plan passed)
+        "audit_failures": rb.audit_failures,
         # the problem's warnings, then the mix plan's (commitments beyond the horizon, assumptions it uses)
         "warnings": rb.problem.warnings + (rb.mix.warnings if rb.mix.status.has_plan else []),
     }

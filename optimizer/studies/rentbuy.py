@@ -244,6 +244,8 @@ class Solves:
         self._asked: dict[bytes, cf.Future] = {}  # every problem submitted, by its pickled bytes' digest
         #: plans every solve submitted from now on starts from, where they meet its model's rows (:meth:`start_from`)
         self.known: list[NamedPoint] = []
+        #: the violations of every plan that failed its audit, in the order the solves ended (a bug in gpuopt)
+        self.failed_audits: list[list[str]] = []
 
     def start_from(self, plan: Plan) -> None:
         """Every solve from now on starts from ``plan`` (read by name in its model) where it is a plan of it.
@@ -291,7 +293,9 @@ class Solves:
         known = [*known, *self.known]
         task = (problem, self.models, {**self.options, "known": known} if known else self.options)
         if self.executor is None:
-            return Inline().submit(solve_copy, task)
+            future = Inline().submit(solve_copy, task)
+            future.add_done_callback(self._audited)
+            return future
         with self._gate:
             self._first_in_line += first
             while self._free == 0 or (not first and self._first_in_line):
@@ -300,7 +304,13 @@ class Solves:
             self._first_in_line -= first
         future = self.executor.submit(solve_copy, task)
         future.add_done_callback(self._release)
+        future.add_done_callback(self._audited)
         return future
+
+    def _audited(self, future) -> None:
+        # a solve that raised raises again where its result is asked for; here only the plans are read
+        if future.exception() is None and future.result()[0].audit:
+            self.failed_audits.append(list(future.result()[0].audit))
 
     def _release(self, _future) -> None:
         with self._gate:
@@ -986,6 +996,8 @@ class RentBuy:
     sensitivity: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: one line per solve of the analysis whose plan failed its audit (a bug in gpuopt; the command exits 4)
+    audit_failures: list[str] = field(default_factory=list)
 
     @property
     def mix(self) -> Plan:
@@ -1041,8 +1053,7 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
     mix = plans["mix"]
     if not mix.status.has_plan:
         out.notes.append(f"the mix has no plan ({mix.status.value}): {mix.result.message}")
-        out.seconds = time.perf_counter() - t0
-        return out
+        return _finished(out, solve, t0)
 
     def break_even() -> tuple[pd.DataFrame, pd.DataFrame]:
         return break_even_table(problem, mix, solve if do_break_even else None, offerings=offerings,
@@ -1065,5 +1076,16 @@ def analyse(problem: Problem, solver: str = DEFAULT_SOLVER, time_limit: float | 
     if mix.status != Status.OPTIMAL or time_limit is not None or gap > 1e-4:
         out.notes.append("solves stopped at a time limit or a gap: comparisons and break-even points are only "
                          "as exact as the solver's gap")
+    return _finished(out, solve, t0)
+
+
+def _finished(out: RentBuy, solve: Solves, t0: float) -> RentBuy:
+    """``out`` with the analysis's wall seconds and the plans of its solves that failed their audit."""
+    from .whatif import audit_failures
+
+    out.audit_failures = audit_failures((f"failed plan {k + 1}", v) for k, v in enumerate(solve.failed_audits))
+    if out.audit_failures:
+        out.notes.append(f"{len(out.audit_failures)} plan(s) failed their audit, a bug in gpuopt; first: "
+                         f"{out.audit_failures[0]}")
     out.seconds = time.perf_counter() - t0
     return out

@@ -591,6 +591,12 @@ def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], curren
     if bad:
         lines += ["", f"{len(bad)} point(s) without a plan, e.g. point {bad[0]['index']}: "
                       f"{bad[0]['status']}: {bad[0]['message']}"]
+    from .whatif import audit_failures
+
+    failed = audit_failures((f"point {p['index']}", p["audit"]) for p in pts)
+    if failed:
+        lines += ["", "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"]
+        lines += ["  " + f for f in failed]
     return wrap_long("\n".join(lines) + "\n")
 
 

@@ -107,7 +107,11 @@ def cost_by_pricing(plan: Plan) -> dict[str, float]:
 
 
 def summary(plan: Plan) -> dict:
-    """One plan in a row: status, objective, total cost, cost by pricing kind, the chosen mix."""
+    """One plan in a row: status, objective, total cost, cost by pricing kind, the chosen mix, its audit.
+
+    ``audit`` lists the plan's violations (empty when it passed; a plan that
+    fails its audit is a bug in gpuopt, and the commands exit 4 on it).
+    """
     r = plan.result
     return {
         "status": r.status.value,
@@ -117,6 +121,7 @@ def summary(plan: Plan) -> dict:
         "by_pricing": cost_by_pricing(plan),
         "mix": units_in_use(plan),
         "solve_seconds": round(float(r.solve_seconds), 4),
+        "audit": list(plan.audit or []),
     }
 
 
@@ -293,6 +298,12 @@ def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
     return df.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
+def _audit_word(plan: Plan) -> str:
+    if plan.audit:
+        return f"FAILED ({len(plan.audit)})"
+    return "passed" if plan.audit == [] and plan.status.has_plan else "-"
+
+
 def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
     """The comparison as readable text."""
     cur = base.problem.currency
@@ -304,6 +315,7 @@ def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
         f"what if: {title}",
         f"{'':<12}{'base':>18}{'scenario':>18}{'delta':>18}",
         f"{'status':<12}{base.status.value:>18}{new.status.value:>18}",
+        f"{'audit':<12}{_audit_word(base):>18}{_audit_word(new):>18}",
         f"{'objective':<12}{_money(o['base']):>18}{_money(o['scenario']):>18}{_signed(o['delta']):>18}{pct}"
         f"   ({base.problem.objective}, {cur})",
         f"{'total cost':<12}{_money(delta['total_cost']['base']):>18}{_money(delta['total_cost']['scenario']):>18}"
@@ -312,6 +324,8 @@ def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
     for p, label in ((base, "base"), (new, "scenario")):
         if not p.status.has_plan:
             lines.append(f"{label}: {p.status.value}: {p.result.message}")
+    for line in audit_failures([("base", base.audit), ("scenario", new.audit)]):
+        lines.append(f"audit FAILED (a bug in gpuopt), {line}")
     if not (base.status.has_plan and new.status.has_plan):
         return "\n".join(lines) + "\n"
     lines += ["", f"Cost by pricing kind ({cur})", _frame(delta["by_pricing"])]
@@ -412,4 +426,16 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
     bad = [f"  {r['name']}: {r['status']}: {r['message']}" for r in rows if r["objective"] is None]
     if bad:
         lines += ["", "No plan"] + bad
+    failed = audit_failures((r["name"], r.get("audit")) for r in rows)
+    if failed:
+        lines += ["", "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"]
+        lines += [f"  {line}" for line in failed]
     return "\n".join(lines) + "\n"
+
+
+def audit_failures(named) -> list[str]:
+    """One line per plan that failed its audit: its name, how many violations, the first.
+
+    ``named``: pairs of a name and a plan's violations (a list, empty or None when it passed).
+    """
+    return [f"{name}: {len(v)} violation(s); first: {v[0]}" for name, v in named if v]
