@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,26 @@ def write_problem(tmp_path: Path, data: dict | str, name: str = "problem.yaml") 
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def gpuopt_here(*args, cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+    """``gpuopt ARGS`` run in this process by click's test runner: its exit code, stdout and stderr.
+
+    The same command code as the installed entry point, without the second
+    or so a new interpreter spends importing; the entry point itself (the
+    console script, ``python -m optimizer``) is exercised by the tests that
+    start a real process. An exception the command let escape is raised
+    here, never turned into an exit code.
+    """
+    from click.testing import CliRunner
+
+    from optimizer.cli import main
+
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        r = CliRunner().invoke(main, [str(a) for a in args])
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return subprocess.CompletedProcess(["gpuopt", *map(str, args)], r.exit_code, r.stdout, r.stderr)
 
 
 def solve_data(tmp_path: Path, data: dict | str, solver: str = "cbc", sets=(), **kw):

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from test_whatif_toy import TOY, write
 
-from conftest import assert_audited
+from conftest import assert_audited, gpuopt_here
 
 import optimizer
 from optimizer import estimate_training, load_problem, rentbuy, solve, sweep, whatif
@@ -24,9 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMING = {"solve_seconds", "build_seconds", "seconds"}
 
 
-def cli_json(*args) -> dict:
-    r = subprocess.run([sys.executable, "-m", "optimizer", *map(str, args), "--format", "json"],
-                       capture_output=True, text=True, cwd=ROOT)
+def cli_json(*args, process: bool = False) -> dict:
+    """The command's JSON: in a new process (the real entry point) or in this one (the same command code)."""
+    if process:
+        r = subprocess.run([sys.executable, "-m", "optimizer", *map(str, args), "--format", "json"],
+                           capture_output=True, text=True, cwd=ROOT)
+    else:
+        r = gpuopt_here(*args, "--format", "json", cwd=ROOT)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -72,7 +76,7 @@ def test_solve_gives_the_json_of_the_command_line():
     path = ROOT / "problems" / "rent-vs-buy-3y.yaml"
     plan = solve(path)
     assert_audited(plan)
-    d = cli_json("solve", path)
+    d = cli_json("solve", path, process=True)
     assert d["status"] == "optimal" and len(d["inference"])
     assert untimed(json.loads(plan.to_json())) == untimed(d)
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ import yaml
 from optimizer.importers import load_default_catalog
 from optimizer.importers.check import check
 from optimizer.schema import Offering
+from conftest import gpuopt_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,8 +49,7 @@ def rules_of(offerings) -> list[tuple[str, str]]:
 
 def test_the_shipped_catalog_passes_every_rule():
     assert check(load_default_catalog()).empty
-    r = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "check"], capture_output=True, text=True,
-                       cwd=ROOT)
+    r = gpuopt_here("catalog", "check", cwd=ROOT)
     assert r.returncode == 0 and "every rule holds" in r.stdout
 
 
@@ -148,8 +146,7 @@ def test_the_command_exits_1_and_names_the_offending_rows(tmp_path):
     path = tmp_path / "mine.yaml"
     rows = [o.model_dump(exclude_none=True) for o in (off("mine-od"), off("mine-spot", "spot", 5.0))]
     path.write_text(yaml.safe_dump({"offerings": rows}))
-    r = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "check", "--catalog", str(path),
-                        "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    r = gpuopt_here("catalog", "check", "--catalog", path, "--format", "json", cwd=ROOT)
     assert r.returncode == 1
     v = json.loads(r.stdout)["violations"]
     assert [(x["rule"], x["offering"]) for x in v] == [("spot-fraction", "mine-spot")]

@@ -12,14 +12,13 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from optimizer.importers import load_offering_file
 from optimizer.importers.refresh import next_version, refresh
+from conftest import gpuopt_here
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "catalogs" / "offerings"
@@ -63,19 +62,17 @@ def test_the_diff_names_what_moved_and_what_went(fresh):
 def test_the_command_writes_only_with_force_and_the_result_passes_the_check(fresh, tmp_path):
     out = tmp_path / "offerings"
     shutil.copytree(SHIPPED, out)
-    cmd = [sys.executable, "-m", "optimizer", "catalog", "refresh", "--skypilot", str(fresh), "-o", str(out),
-           "--date", "2026-11-24"]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    cmd = ["catalog", "refresh", "--skypilot", str(fresh), "-o", str(out), "--date", "2026-11-24"]
+    r = gpuopt_here(*cmd, cwd=ROOT)
     assert r.returncode == 2 and "--force" in r.stderr
     assert "aws-p5.48xlarge-us-east-1-od" in r.stdout  # the diff is printed before the refusal
-    r = subprocess.run(cmd + ["--force"], capture_output=True, text=True, cwd=ROOT)
+    r = gpuopt_here(*cmd, "--force", cwd=ROOT)
     assert r.returncode == 0, r.stderr
     aws = {o.id: o for o in load_offering_file(out / "aws.yaml")}
     assert aws["aws-p5.48xlarge-us-east-1-od"].price_per_hour == pytest.approx(60.544)
     assert "aws-g5.xlarge-us-east-1-od" not in aws
     files = [a for p in sorted(out.glob("*.yaml")) for a in ("--catalog", str(p))]
-    check = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "check", *files], capture_output=True,
-                           text=True, cwd=ROOT)
+    check = gpuopt_here("catalog", "check", *files, cwd=ROOT)
     assert check.returncode == 0, check.stdout
 
 

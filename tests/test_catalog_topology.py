@@ -18,6 +18,7 @@ import pytest
 from optimizer.importers import load_default_catalog
 from optimizer.importers.topology import Rule, annotate, first_rule
 from optimizer.schema import Offering
+from conftest import gpuopt_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,12 +94,13 @@ def test_the_catalog_build_from_the_shipped_sources_reproduces_the_shipped_catal
 
 
 def test_catalog_offerings_shows_fabric_and_supply():
-    out = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "offerings", "--provider", "vast",
-                          "--format", "json"], check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    rows = json.loads(out)
+    r = gpuopt_here("catalog", "offerings", "--provider", "vast", "--format", "json", cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
     assert rows and all(r["max_units"] == 1 and r["quota"] == "default" and r["fabric"] == "none" for r in rows)
-    table = subprocess.run([sys.executable, "-m", "optimizer", "catalog", "offerings", "--provider", "aws"],
-                           check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    r = gpuopt_here("catalog", "offerings", "--provider", "aws", cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout
     head = table.splitlines()[0].split()
     assert {"fabric", "fabric_gbps_per_gpu", "max_units", "quota"} <= set(head)
 

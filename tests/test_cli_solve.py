@@ -1,4 +1,9 @@
-"""`gpuopt solve` through its real entry point: output contracts, exit codes, bad input."""
+"""`gpuopt solve`: output contracts, exit codes, bad input.
+
+The JSON contract and a missing file go through the real entry point (a new
+process); the other cases run the same command in this process
+(``conftest.gpuopt_here``), without a new interpreter's start-up each.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from conftest import gpuopt_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,19 +76,19 @@ def test_the_plan_names_the_version_of_its_solver(tmp_path, solver):
 
         expected = f"PuLP {pulp.__version__}"
     p = write(tmp_path, BASE)
-    d = json.loads(gpuopt("solve", str(p), "--solver", solver, "--format", "json").stdout)
+    d = json.loads(gpuopt_here("solve", str(p), "--solver", solver, "--format", "json").stdout)
     assert d["solver"] == solver and d["solver_version"] == expected
     assert d["audit"] == []  # the plan behind it passes its audit
-    r = gpuopt("solve", str(p), "--solver", solver, "--format", "csv", "-o", str(tmp_path / "csv"))
+    r = gpuopt_here("solve", str(p), "--solver", solver, "--format", "csv", "-o", str(tmp_path / "csv"))
     assert r.returncode == 0, r.stderr
     summary = (tmp_path / "csv" / "summary.csv").read_text()
     assert "solver_version" in summary.splitlines()[0] and expected in summary
-    table = gpuopt("solve", str(p), "--solver", solver).stdout
+    table = gpuopt_here("solve", str(p), "--solver", solver).stdout
     assert f"solver     {solver} ({expected})" in table
 
 
 def test_table_is_default(tmp_path):
-    r = gpuopt("solve", str(write(tmp_path, BASE)))
+    r = gpuopt_here("solve", str(write(tmp_path, BASE)))
     assert r.returncode == 0, r.stderr
     assert "status     optimal" in r.stdout and "Costs by pricing kind" in r.stdout
     assert "audit      passed" in r.stdout
@@ -120,14 +127,14 @@ def test_a_failed_audit_is_reported_not_hidden(tmp_path, monkeypatch):
 def test_csv_writes_tables_and_never_overwrites(tmp_path):
     p = write(tmp_path, BASE)
     out = tmp_path / "out"
-    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out))
+    r = gpuopt_here("solve", str(p), "--format", "csv", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert (out / "inference.csv").exists() and (out / "by_pricing.csv").exists()
     before = (out / "summary.csv").read_text()
-    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out), "--set", "offerings[od].price_per_hour=1")
+    r = gpuopt_here("solve", str(p), "--format", "csv", "-o", str(out), "--set", "offerings[od].price_per_hour=1")
     assert r.returncode == 2 and "overwrite" in r.stderr and "Traceback" not in r.stderr
     assert (out / "summary.csv").read_text() == before
-    r = gpuopt("solve", str(p), "--format", "csv", "-o", str(out), "--force")
+    r = gpuopt_here("solve", str(p), "--format", "csv", "-o", str(out), "--force")
     assert r.returncode == 0
 
 
@@ -135,34 +142,34 @@ def test_infeasible_exits_1_with_reason(tmp_path):
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["offerings"][0]["max_units"] = 1
     data["offerings"][1]["max_units"] = 1
-    r = gpuopt("solve", str(write(tmp_path, data)), "--format", "json")
+    r = gpuopt_here("solve", str(write(tmp_path, data)), "--format", "json")
     assert r.returncode == 1
     assert json.loads(r.stdout)["status"] == "infeasible"
     # demand that no allowed offering can serve is named with its service and period
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["inference"][0]["profiles"][0]["gpus"] = 16  # a replica wider than any unit
-    r = gpuopt("solve", str(write(tmp_path, data)))  # the table says why, once, on stdout
+    r = gpuopt_here("solve", str(write(tmp_path, data)))  # the table says why, once, on stdout
     assert r.returncode == 1 and "inference[chat]" in r.stdout and "p1" in r.stdout
     assert r.stdout.count("demand of") == 1  # one line for the service, not one per period
-    r = gpuopt("solve", str(write(tmp_path, data)), "--format", "json")  # JSON on stdout, the reason on stderr
+    r = gpuopt_here("solve", str(write(tmp_path, data)), "--format", "json")  # JSON on stdout, the reason on stderr
     assert r.returncode == 1 and "inference[chat]" in r.stderr
 
 
 def test_set_changes_a_copy_only(tmp_path):
     p = write(tmp_path, BASE)
     text = p.read_text()
-    r = gpuopt("solve", str(p), "--format", "json", "--set", "offerings[res].price_per_hour*=2")
+    r = gpuopt_here("solve", str(p), "--format", "json", "--set", "offerings[res].price_per_hour*=2")
     assert r.returncode == 0
     # reservations at 100 $/h no longer pay: 3 units in p1 + 1 in p2, all on demand = 32,000
     assert json.loads(r.stdout)["objective"] == pytest.approx(32_000)
     assert p.read_text() == text
-    r = gpuopt("solve", str(p), "--set", "offerings[nope].price_per_hour=1")
+    r = gpuopt_here("solve", str(p), "--set", "offerings[nope].price_per_hour=1")
     assert r.returncode == 2 and "nope" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("solver", ["highs", "scip"])
 def test_solvers_via_cli(tmp_path, solver):
-    r = gpuopt("solve", str(write(tmp_path, BASE)), "--format", "json", "--solver", solver)
+    r = gpuopt_here("solve", str(write(tmp_path, BASE)), "--format", "json", "--solver", solver)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)  # no solver banner may leak into stdout
     assert d["objective"] == pytest.approx(26_000) and d["solver"] == solver
@@ -174,18 +181,12 @@ def test_solvers_via_cli(tmp_path, solver):
 # --- bad input: exit 2, a message naming file, field and value; never a traceback -----
 
 def _bad(tmp_path, text: str) -> subprocess.CompletedProcess:
-    """``gpuopt solve`` on a bad file, in process (click's runner: the same command, its exit code and its stderr;
-    a process per case cost 1.2-1.6 s of start-up each). The real entry point is tested by test_missing_file
-    and the tests above."""
-    from click.testing import CliRunner
-
-    from optimizer.cli import main
-
+    """``gpuopt solve`` on a bad file, in process (a process per case cost 1.2-1.6 s of start-up each; the real
+    entry point is tested by test_missing_file and test_json_contract)."""
     p = tmp_path / "bad.yaml"
     p.write_text(text)
-    ran = CliRunner().invoke(main, ["solve", str(p)])
-    r = subprocess.CompletedProcess(["gpuopt", "solve", str(p)], ran.exit_code, ran.stdout, ran.stderr)
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr, ran.exception)
+    r = gpuopt_here("solve", p)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and "bad.yaml" in r.stderr
     return r
 
@@ -295,10 +296,10 @@ def test_several_errors_reported_at_once(tmp_path):
 def test_scale_selector_on_solve(tmp_path):
     # --scale 'pricing=reserved:2' doubles the reservation price: as with --set, 32,000 all on demand
     p = write(tmp_path, BASE)
-    r = gpuopt("solve", str(p), "--format", "json", "--scale", "pricing=reserved:2")
+    r = gpuopt_here("solve", str(p), "--format", "json", "--scale", "pricing=reserved:2")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["objective"] == pytest.approx(32_000)
-    r = gpuopt("solve", str(p), "--scale", "gpu=B200:0.5")
+    r = gpuopt_here("solve", str(p), "--scale", "gpu=B200:0.5")
     assert r.returncode == 2 and "B200" in r.stderr and "Traceback" not in r.stderr
 
 

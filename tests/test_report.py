@@ -19,8 +19,6 @@ def test_a_period_grid_is_summarised_by_min_typical_max_and_changes():
 
 
 def test_report_refuses_what_it_cannot_read_or_would_overwrite(tmp_path):
-    import subprocess
-    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -28,9 +26,7 @@ def test_report_refuses_what_it_cannot_read_or_would_overwrite(tmp_path):
     bad.write_text('{"hello": 1}')
     out = tmp_path / "r.html"
 
-    def gpuopt(*args):
-        return subprocess.run([sys.executable, "-m", "optimizer", *map(str, args)], capture_output=True, text=True,
-                              cwd=root)
+    from conftest import gpuopt_here as gpuopt
 
     r = gpuopt("report", bad, "-o", out)
     assert r.returncode == 2 and "x.json" in r.stderr and "gpuopt solve, whatif, sweep or rentbuy" in r.stderr

@@ -11,14 +11,13 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from test_rentbuy import TINY
 from test_whatif_toy import TOY, write
 
-from conftest import write_problem
+from conftest import gpuopt_here, write_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -27,8 +26,8 @@ pytestmark = pytest.mark.skipif(BROWSER is None, reason="no headless Chromium in
 
 
 def gpuopt(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "optimizer", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    """The command in this process (the browser is the real process here)."""
+    return gpuopt_here(*args, cwd=ROOT)
 
 
 def open_in_browser(page: Path, shot: Path) -> tuple[str, str]:

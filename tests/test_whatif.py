@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from optimizer.cli import main
-from conftest import assert_audited
+from conftest import assert_audited, gpuopt_here
 from test_whatif_toy import toy, write
 
 
@@ -20,15 +17,9 @@ def cli(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-def gpuopt(*args) -> subprocess.CompletedProcess:
-    exe = shutil.which("gpuopt")
-    cmd = [exe] if exe else [sys.executable, "-m", "optimizer"]
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=300)
-
-
 def test_whatif_json_shape_and_delta(tmp_path):
     p = write(tmp_path, toy())
-    r = gpuopt("whatif", p, "--set", "offerings[res].price_per_hour*=2", "--format", "json")
+    r = gpuopt_here("whatif", p, "--set", "offerings[res].price_per_hour*=2", "--format", "json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert set(d) >= {"base", "scenario", "delta"}
