@@ -19,6 +19,12 @@ From Python (docs/api.md)::
 
 __version__ = "0.1.0"
 
+import importlib  # noqa: E402
+
+# the stage package ``optimizer.solve`` is imported first, so that the function ``solve`` below, not the package,
+# is ``optimizer.solve`` (the API imports the package only when it runs, and a package's first import binds its
+# name in its parent)
+importlib.import_module(f"{__name__}.solve")
 from .api import estimate_inference, estimate_training, load_problem, rentbuy, solve, sweep, whatif  # noqa: E402
 
 __all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve", "sweep", "whatif"]

@@ -28,15 +28,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from .vocabulary import DEFAULT_SOLVER
 
-from .load import Problem
-from .load import load_problem as _load_problem
-from .model.mip import NamedPoint
-from .plan import Plan
-from .solve.backends import DEFAULT_SOLVER
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .load import Problem
+    from .model.mip import NamedPoint
+    from .plan import Plan
+
+# pandas, the model and the solvers are imported by the function that needs them: ``import optimizer`` (and so
+# every command line, ``gpuopt --help`` included) stays light
 
 __all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve", "sweep", "whatif"]
 
@@ -62,10 +66,14 @@ def load_problem(path: str | Path, *, sets=(), scales=(), overrides: Mapping[str
     overrides, **kwargs
         More ``--set`` overrides as PATH → value (see the module docstring).
     """
+    from .load import load_problem as _load_problem
+
     return _load_problem(path, sets=_set_strings(sets, overrides, kwargs), scales=list(scales))
 
 
 def _problem(problem: str | Path | Problem, sets, scales, overrides, kwargs) -> Problem:
+    from .load import Problem
+
     if isinstance(problem, Problem):
         if sets or scales or overrides or kwargs:
             raise TypeError("overrides apply to a problem file; pass its path, or load_problem(path, ...) first")
@@ -106,6 +114,7 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     from .executors import solve_executor
     from .model.reprice import models_of_structure
     from .pipeline import run
+    from .plan import Plan
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
     with solve_executor(executor, workers, scheduler) as pool:
@@ -115,6 +124,11 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
 
 
 def _known(k: Plan | NamedPoint | np.ndarray) -> NamedPoint | np.ndarray:
+    import numpy as np
+
+    from .model.mip import NamedPoint
+    from .plan import Plan
+
     if isinstance(k, Plan):
         return k.point()
     return k if isinstance(k, NamedPoint) else np.asarray(k, float)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .load import provider_allowed
-from .schema import PAY_PER_HOUR
+from .vocabulary import PAY_PER_HOUR
 
 #: tolerance of every comparison, relative to the size of the numbers compared
 TOL = 1e-6

@@ -27,10 +27,9 @@ from .schema import (
 from .importers import load_offering_file
 from .sizing.architecture import load_models, model_alias_map
 from .sizing.hardware import gpu_alias_map, load_gpus
+from .vocabulary import HOURS_PER_MONTH
 from .yamlio import read_yaml
 
-HOURS_PER_MONTH = 730.0
-HOURS_PER_YEAR = 8760.0
 #: configurations a service may use over the horizon (``stability.max_configurations``) and currency
 #: per replica started (``stability.replica_start_cost``); the choice, and what it costs on the
 #: examples, are in docs/formulation.md ("Stable fleets")

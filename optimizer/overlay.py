@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError, suggest
-from .schema import PRICING_KINDS
+from .vocabulary import PRICING_KINDS
 from .yamlio import parse_yaml
 
 _SET = re.compile(r"^\s*(?P<path>[^=*]+?)\s*(?P<op>\*?=)\s*(?P<value>.*)$")

@@ -14,20 +14,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-PRICING_KINDS = ("on_demand", "spot", "reserved", "owned")
-#: pricing kinds paid by the hour used, with no commitment (a rented unit is billed only while held)
-PAY_PER_HOUR = ("on_demand", "spot")
-#: pricing kinds not owned: paid per hour, with or without a term (everything but a purchase)
-RENTED_OR_RESERVED = ("on_demand", "spot", "reserved")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
-OBJECTIVES = ("cost", "npv")
+from .vocabulary import PAY_PER_HOUR
 
 Pricing = Literal["on_demand", "spot", "reserved", "owned"]
-#: how the GPUs inside one unit talk to each other
-UNIT_LINKS = ("nvlink", "xgmi", "pcie")
 UnitLink = Literal["nvlink", "xgmi", "pcie"]
-#: how units talk to each other; ``none``: no fabric, so a cluster never spans two units
-FABRICS = ("infiniband", "roce", "efa", "ethernet", "none")
 Fabric = Literal["infiniband", "roce", "efa", "ethernet", "none"]
 #: how a rented offering bills a training cluster: whole units, or the GPUs it uses
 Billing = Literal["per_unit", "per_gpu"]

@@ -22,16 +22,12 @@ import sys
 from pathlib import Path
 
 import click
-import pandas as pd
 
-from .. import catalog as _catalog
 from ..errors import InputError, suggest, unknown_name
-from ..importers import gpu_name_map, load_catalogs, offering_row
 from ..importers.derive import DEFAULT_INTERRUPTION_BAND
-from ..importers.offerings import dump_offering_file, load_offering_file
-from ..importers.skypilot import import_skypilot
-from ..importers.topology import annotate, quota_rules, topology_rules
-from ..schema import PRICING_KINDS
+from ..vocabulary import PRICING_KINDS
+
+# the catalogs (pandas, pydantic) are imported by the command that reads them, not by ``gpuopt --help``
 
 FORMATS = click.Choice(["table", "json", "csv"], case_sensitive=False)
 
@@ -77,6 +73,8 @@ def _clean(value):
 
 
 def _emit(rows: list[dict], fmt: str, table_cols: list[str], empty: str) -> None:
+    import pandas as pd
+
     fmt = fmt.lower()
     rows = [{k: _clean(v) for k, v in r.items()} for r in rows]
     if fmt == "json":
@@ -123,15 +121,21 @@ def _resolve_many(kind: str, values: list[str], mapping: dict[str, str], option:
 
 
 def _gpu_map() -> dict[str, str]:
+    from ..importers import gpu_name_map
+
     return gpu_name_map()
 
 
 def _model_map() -> dict[str, str]:
+    from .. import catalog as _catalog
+
     models = _catalog.model_entries()
     return _catalog.alias_map([m["name"] for m in models], [m.get("aliases") for m in models])
 
 
 def _gpu_rows() -> list[dict]:
+    from .. import catalog as _catalog
+
     table = _catalog.gpu_table()
     rows = []
     for rec in table.to_dict(orient="records"):
@@ -142,6 +146,8 @@ def _gpu_rows() -> list[dict]:
 
 
 def _model_rows() -> list[dict]:
+    from .. import catalog as _catalog
+
     rows = []
     for m in _catalog.model_entries():
         rec = {k: _clean(v) for k, v in m.items()}
@@ -150,6 +156,8 @@ def _model_rows() -> list[dict]:
 
 
 def _offering_rows(catalogs: tuple[str, ...]) -> list[dict]:
+    from ..importers import load_catalogs, offering_row
+
     # as in a problem file: a later catalog's offering replaces an earlier one with the same id
     offs = load_catalogs(_split(catalogs) or ["default"], Path.cwd(), gpu_names=_gpu_map(), replace=True)
     rows = []
@@ -246,6 +254,7 @@ def offerings_cmd(gpus, providers, pricings, regions, catalogs, fmt) -> None:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def check_cmd(catalogs, fmt) -> None:
     """Check offerings against the rules a buyer would apply (catalogs/check_rules.csv); exit 1 on a violation."""
+    from ..importers import load_catalogs
     from ..importers.check import check
 
     offs = load_catalogs(_split(catalogs) or ["default"], Path.cwd(), gpu_names=_gpu_map(), replace=True)
@@ -275,6 +284,7 @@ def check_cmd(catalogs, fmt) -> None:
 @click.option("--force", is_flag=True, help="Write over the existing offering files.")
 def refresh_cmd(skypilot, out, date, threshold, dry_run, force) -> None:
     """Rebuild the rented offerings from fresh SkyPilot price files; print what changed, then write."""
+    from .. import catalog as _catalog
     from ..importers.refresh import refresh, write
 
     if date is not None and not _DATE_RE.match(date):
@@ -374,6 +384,10 @@ def import_skypilot_cmd(path, provider, output, force, date, gpus, regions, no_s
     catalogs/quotas.csv where a rule matches. Accelerators that are not gpuopt GPU types, fractional GPU
     counts and placeholder prices are reported on stderr, not imported.
     """
+    from ..importers.offerings import dump_offering_file, load_offering_file
+    from ..importers.skypilot import import_skypilot
+    from ..importers.topology import annotate, quota_rules, topology_rules
+
     out = Path(output)
     if out.exists() and not force:
         raise InputError("output file already exists; pass --force to overwrite it", file=str(out),

@@ -15,7 +15,7 @@ import sys
 import click
 
 from ..errors import InputError
-from ..schema import PRECISIONS, is_power_of_two
+from ..vocabulary import PRECISIONS
 from .common import EXIT_INFEASIBLE
 
 
@@ -136,6 +136,7 @@ def inference(model, gpu, gpus, precision, fmt, efficiency, model_file, prompt_t
     the percentile (what the planner uses per replica); without: the knee
     of the throughput curve.
     """
+    from ..schema import is_power_of_two
     from ..sizing import estimate_inference, resolve_gpu, resolve_model
 
     if not is_power_of_two(gpus):

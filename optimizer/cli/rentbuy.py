@@ -6,8 +6,6 @@ import sys
 
 import click
 
-from ..executors import share_cpus, solve_executor
-from ..load import load_problem
 from .common import EXIT_INTERNAL, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import exit_code, solver_options
@@ -51,6 +49,8 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
     the strategies and the sensitivity's, and the break-even search beside
     the sensitivity. The tables are the same.
     """
+    from ..executors import share_cpus, solve_executor
+    from ..load import load_problem
     from ..render.rentbuy import check_output, to_table, write_csv, write_xlsx
     from ..studies.rentbuy import analyse
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from ..schema import ProblemFile
 
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"
 
 
 def problem_schema() -> dict:
     """``ProblemFile.model_json_schema()`` with the draft and a title."""
+    from ..schema import ProblemFile
+
     schema = ProblemFile.model_json_schema()
     return {"$schema": SCHEMA_URI, "title": "gpuopt problem file", **{k: v for k, v in schema.items()
                                                                        if k != "title"}}

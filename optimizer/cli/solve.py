@@ -6,18 +6,18 @@ import sys
 
 import click
 
-from ..solve.backends import BACKENDS, DEFAULT_SOLVER, Status
-from ..executors import solve_executor
-from ..load import load_problem
-from ..pipeline import run
-from ..render.report import to_json, to_table, write_csv
+from ..vocabulary import DEFAULT_SOLVER, SOLVERS
 from .overlay_options import overlay_options, parallel_options
 from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 
+# the model, the solvers and the renderers are imported by the command that runs, not by ``gpuopt --help``
 
-def exit_code(status: Status) -> int:
+
+def exit_code(status) -> int:
     """0 a plan was found; 1 infeasible; 3 no plan: the solver failed (`error`) or the time limit came first
-    (`time-limit`)."""
+    (`time-limit`). ``status``: a :class:`optimizer.solve.result.Status`."""
+    from ..solve.result import Status
+
     if status.has_plan:
         return EXIT_OK
     return EXIT_INFEASIBLE if status == Status.INFEASIBLE else EXIT_SOLVER
@@ -38,7 +38,7 @@ def solver_options(f):
                      help="Wall-clock seconds for each solve, from the model build to the audited plan; the best "
                      "plan so far is returned as `feasible` with its bound (no plan yet: status `time-limit`, "
                      "exit 3).")(f)
-    f = click.option("--solver", type=click.Choice(sorted(BACKENDS), case_sensitive=False),
+    f = click.option("--solver", type=click.Choice(sorted(SOLVERS), case_sensitive=False),
                      default=DEFAULT_SOLVER, show_default=True, help="Solver back end.")(f)
     return f
 
@@ -70,6 +70,10 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
+    from ..executors import solve_executor
+    from ..load import load_problem
+    from ..pipeline import run
+    from ..render.report import to_json, to_table, write_csv
     from .report import check_html_target, write_html
 
     check_html_target(html_file, force)

@@ -16,7 +16,6 @@ import sys
 
 import click
 
-from ..solve.backends import Status
 from ..errors import InputError
 from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
@@ -31,6 +30,7 @@ def worst_exit(statuses, audits=()) -> int:
     said on stderr as the internal error it is (a plan that disagrees with
     its model is a bug in gpuopt, as for ``gpuopt solve``).
     """
+    from ..solve.result import Status
     from ..studies.whatif import audit_failures
 
     failed = audit_failures(audits)

@@ -47,7 +47,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from .. import catalog as _catalog
-from ..load import HOURS_PER_MONTH
+from ..vocabulary import HOURS_PER_MONTH
 from ..schema import Offering
 
 VIOLATION_COLUMNS = ["rule", "offering", "value", "limit", "message"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..load import HOURS_PER_MONTH  # one convention: 8760 h / 12
+from ..vocabulary import HOURS_PER_MONTH  # one convention: 8760 h / 12
 
 DEFAULT_INTERRUPTION_BAND = 0.15   # finance_defaults: spot_interruption_band_monthly
 

@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from ..candidates import Candidates
-from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem, provider_allowed
+from ..load import Problem, provider_allowed
+from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR
 from .expr import Expr, lin, rhs_table
 from .mip import MIP
-from ..schema import PAY_PER_HOUR
+from ..vocabulary import PAY_PER_HOUR
 
 #: pricing kinds whose units are rented period by period (or hour by hour for training)
 #: pricing kinds whose units are committed for a term or bought

@@ -41,12 +41,13 @@ from ..candidates import Candidates, build_candidates
 from ..model.formulation import discount_factors, horizon_end_month, owned_unit_costs
 from ..model.mip import NamedPoint
 from ..model.reprice import Models, candidates_digest, models_in_this_process
-from ..load import HOURS_PER_MONTH, HOURS_PER_YEAR, Problem
+from ..load import Problem
+from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR
 from ..pipeline import run
 from ..plan import Plan
 from ..errors import InputError
 from ..executors import Inline
-from ..schema import RENTED_OR_RESERVED
+from ..vocabulary import RENTED_OR_RESERVED
 
 #: Break-even capex is located to within this share of its value.
 CAPEX_TOLERANCE = 0.005

@@ -552,7 +552,7 @@ def break_text(bp: dict) -> str:
 
 
 def _kinds(pts: list[dict]) -> list[str]:
-    from ..schema import PRICING_KINDS
+    from ..vocabulary import PRICING_KINDS
 
     return [k for k in PRICING_KINDS if any(k in (p.get("by_pricing") or {}) for p in pts)]
 

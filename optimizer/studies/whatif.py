@@ -25,7 +25,8 @@ from ..errors import InputError
 from ..load import Problem, build_problem, parse_problem_file, validation_to_input_error
 from ..overlay import apply_sets
 from ..plan import Plan
-from ..schema import PAY_PER_HOUR, PRICING_KINDS, Scenario
+from ..schema import Scenario
+from ..vocabulary import PAY_PER_HOUR, PRICING_KINDS
 from ..yamlio import read_yaml
 
 #: Values closer than this are the same (cost deltas, hours).

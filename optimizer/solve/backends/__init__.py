@@ -32,10 +32,9 @@ import numpy as np
 
 from ...errors import InputError
 from ...model.mip import MIP, Arrays
+from ...vocabulary import DEFAULT_SOLVER
 from ..result import SolveResult, Status, relative_gap
 
-#: Measured on bench/run.py (docs/performance.md): best gap within the time limit at every scale.
-DEFAULT_SOLVER = "highs"
 
 
 def _cbc(mip, **kw):
@@ -86,7 +85,7 @@ BACKENDS = {
     "scip": _ortools("scip"),
     "cbc": _cbc,
     "cp-sat": _ortools("cp-sat"),
-}
+}  # keyed by vocabulary.SOLVERS, in its order (tests/test_cli_light.py)
 
 
 def backend_key(solver: str) -> str:
