@@ -1349,6 +1349,29 @@ def test_a_known_plan_is_used_only_where_it_meets_every_row():
     assert best.objective == pytest.approx(6.5) and list(best.x) == [5.0, 1.0]
 
 
+def test_a_known_plan_past_a_column_bound_is_read_clipped_where_that_meets_every_row():
+    # cover: 2 x0 + 3 x1 >= 13 with x0 <= 5 and x1 <= 3 (a model for less demand: lower replica bounds).
+    #   (8, 3): x0 past its bound; clipped (5, 3) gives 10 + 9 = 19 >= 13, a plan, costing 5 + 4.5 = 9.5.
+    #   (8, 0): clipped (5, 0) gives 10 < 13: no plan, dropped.
+    from optimizer.model.mip import MIP, terms
+    from optimizer.solve.driver import known_plan
+    from optimizer.solve.feasibility import within_bounds
+
+    m = MIP()
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1], "k": [0, 0]}), upper=np.array([5.0, 3.0]), integer=True)
+    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
+                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
+    m.add_objective(terms(x, [], np.array([1.0, 1.5])))
+    a = m.arrays()
+    assert list(within_bounds(a, np.array([8.0, 3.0]))) == [5.0, 3.0]
+    assert within_bounds(a, np.array([8.0, 0.0])) is None
+    assert within_bounds(a, np.array([8.0])) is None  # another number of columns
+    kept = within_bounds(a, np.array([2.0, 3.0]))  # a plan as it is: itself
+    assert list(kept) == [2.0, 3.0]
+    best = known_plan(a, [np.array([8.0, 3.0]), np.array([8.0, 0.0])], "highs")
+    assert best.objective == pytest.approx(9.5) and list(best.x) == [5.0, 3.0]
+
+
 def test_a_search_that_ends_without_a_cheaper_plan_returns_the_known_one_with_its_own_bound():
     # The search stopped on its limit with no plan and a proven bound of 900; the known plan costs 1,000:
     # it is returned, feasible, with that bound (gap (1,000 − 900) / 1,000 = 10 %). A search whose bound

@@ -193,6 +193,28 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     assert_audited(r.scenario)
 
 
+def test_less_demand_takes_the_base_plan_with_its_replicas_clipped(tmp_path, monkeypatch):
+    # Half the demand: the base's plan (22,500, worked by hand in test_whatif_toy.py) has more replicas than the
+    # scenario's model allows (its replica bounds are what half the demand needs), and meets every other row
+    # there. Read with each column clipped to the scenario's bounds it is a plan of the scenario with the same
+    # units, so the same 22,500 (the toy prices units, not replicas), and the scenario's search starts from it.
+    from optimizer.solve import driver
+    from optimizer.solve.feasibility import violations
+
+    calls = _spy_runs(monkeypatch)
+    r = _solve_change(tmp_path, scales=["demand:0.5"])
+    (handed,) = calls[1][0]
+    scenario = calls[1][1]
+    a = scenario.mip.arrays()
+    x = scenario.mip.point_from(handed)
+    assert any(v.startswith("bound of inference-replicas") for v in violations(a, x))  # not a plan as it is
+    used = driver.known_plan(a, [x], "highs")
+    assert used is not None and used.objective == pytest.approx(22_500)
+    assert r.scenario.objective <= 22_500 + 1e-6
+    assert_audited(r.base)
+    assert_audited(r.scenario)
+
+
 def _first_search_stopped_dear(monkeypatch) -> list:
     """The test's first driver search made to stop on its "limit" holding the toy's optimum plus one more
     on-demand unit in both periods (80 x 100 h x 2 = 16,000 dearer); every search's known plans, listed."""

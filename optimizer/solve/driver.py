@@ -77,7 +77,7 @@ from . import coarse, decompose
 from .backends import DEFAULT_SOLVER, one_thread, settle_background, solve as backend_solve
 from .beside import Shared, beside_pool, held_bound, relaxations_beside
 from .descent import NAME as DESCENT, Descent, choose_configurations
-from .feasibility import objective, violations
+from .feasibility import objective, violations, within_bounds
 from .fixed import first_plans, fixed_configurations, fixed_to_most_used, most_used
 from .proofs import apply_decomposition, held_with_bound, raise_bound
 from .relaxations import Relaxation, configuration_relaxation, lift, relaxation, without_limits
@@ -354,10 +354,13 @@ def known_plan(a, known: Sequence[np.ndarray], solver: str) -> SolveResult | Non
     Each is checked on ``a`` itself (every row, bound and integrality,
     :func:`violations`): a plan from another model (a neighbouring point of
     a sweep, the base of a what-if) is used only where it is a plan of this
-    one, and one of another number of columns never is.
+    one, and one of another number of columns never is. A plan that breaks
+    only this model's column bounds is read with each column clipped to
+    them, and used if that point meets every row
+    (:func:`optimizer.solve.feasibility.within_bounds`).
     """
-    plans = [np.asarray(x, float) for x in known]
-    priced = [(objective(a, x), x) for x in plans if not violations(a, x)]
+    plans = [within_bounds(a, np.asarray(x, float)) for x in known]
+    priced = [(objective(a, x), x) for x in plans if x is not None]
     if not priced:
         return None
     cost, x = min(priced, key=lambda p: p[0])

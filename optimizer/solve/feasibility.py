@@ -43,6 +43,27 @@ def violations(a: Arrays, x: np.ndarray, tol: float = 1e-6, limit: int = 5) -> l
     return bad
 
 
+def within_bounds(a: Arrays, x: np.ndarray) -> np.ndarray | None:
+    """``x`` if it is a plan of the arrays ``a``; else ``x`` clipped to ``a``'s column bounds if that is one; else
+    None.
+
+    A plan for more demand, read in a model for less, breaks the bounds
+    the smaller demand puts on its replicas (presolve's most replicas a
+    configuration can need, :func:`optimizer.model.formulation.replicas_needed`),
+    and often nothing else: with each column clipped to its bound it still
+    carries the smaller demand (a replica count at its bound carries the
+    period's whole demand alone), and it uses no more capacity than
+    before. The clipped point is checked like any other, so a clip that
+    breaks a row (replicas a routed bucket needs) is never used.
+    """
+    if x.shape != (a.n_vars,):
+        return None
+    if not violations(a, x):
+        return x
+    clipped = np.clip(x, a.col_lo, a.col_hi)
+    return None if violations(a, clipped) else clipped
+
+
 def objective(a: Arrays, x: np.ndarray) -> float:
     """c·x + c0 at ``x``."""
     return float(a.c @ x + a.c0)

@@ -250,8 +250,10 @@ def solve_change(change: Change, base: Problem, scenario: Problem, **opts) -> Wh
 
     - the scenario starts from the base's plan, so its plan never costs more
       than the base's plan at the scenario's inputs, wherever that is a plan
-      of the scenario (a price changed, an offering added or given more supply;
-      rarely less demand, since replica bounds are derived from it);
+      of the scenario (a price changed, an offering added or given more supply,
+      less demand: a plan past the scenario's replica bounds, which are
+      derived from the demand, is read with those columns clipped to them,
+      :func:`optimizer.solve.feasibility.within_bounds`);
     - where the scenario's plan is a plan of the base's model that costs
       less than the base's plan by more than the gap (possible only when
       the base's search stopped on its time limit), the base is searched
