@@ -25,23 +25,27 @@ from test_whatif_toy import toy, write
 VIOLATION = "capacity od/p1: 99 inference GPUs > 1 units × 8"
 
 
-def _failing(real, above: dict):
-    """The real audit, plus one violation for a plan of a problem whose ``od`` costs more than ``above["od"]``."""
+def _dear_od(O) -> bool:
+    return "od" in O.index and float(O.at["od", "price_per_hour"]) > 100
+
+
+def _failing(real, fails: dict):
+    """The real audit, plus one violation for a plan of a problem whose offerings meet ``fails["when"]``."""
     def audit(plan) -> list[str]:
-        O = plan.problem.offerings
-        dear = "od" in O.index and float(O.at["od", "price_per_hour"]) > above["od"]
-        return real(plan) + ([VIOLATION] if dear and plan.status.has_plan else [])
+        bad = plan.status.has_plan and fails["when"](plan.problem.offerings)
+        return real(plan) + ([VIOLATION] if bad else [])
     return audit
 
 
 @pytest.fixture
 def failing_audit(monkeypatch):
-    """The price of ``od`` above which a plan fails its audit (100 an hour; a test may change it)."""
-    above = {"od": 100.0}
-    fake = _failing(audit_module.audit, above)
+    """Which problems' plans fail their audit: ``when(offerings)`` (default: ``od`` above 100 an hour; a test may
+    change it)."""
+    fails = {"when": _dear_od}
+    fake = _failing(audit_module.audit, fails)
     monkeypatch.setattr(pipeline, "audit", fake)
     monkeypatch.setattr(audit_module, "audit", fake)  # the sweep's settled points import it where they use it
-    return above
+    return fails
 
 
 def cli(*args):
@@ -105,19 +109,20 @@ def test_sweep_names_the_points_that_failed(tmp_path, failing_audit):
     assert f"  point 2: 1 violation(s); first: {VIOLATION}" in table.stdout.split("Audit FAILED")[1]
 
 
-def test_rentbuy_exits_4_when_a_copy_fails(tmp_path, failing_audit):
-    # TINY's od costs 2.00 an hour and passes; the sensitivity raises every cloud price by 20 %, to 2.40
-    failing_audit["od"] = 2.2
+def test_rentbuy_exits_4_when_a_strategy_fails(tmp_path, failing_audit):
+    # the rent strategy is the copy without new owned units (TINY's own: at most 0 of them); its plan fails,
+    # the buy strategy has no plan (one owned GPU for 2-3 rps), the mix passes
+    failing_audit["when"] = lambda O: "own" in O.index and float(O.at["own", "max_units"]) == 0
     p = write_problem(tmp_path, TINY)
-    r = cli("rentbuy", p, "--no-break-even", "--format", "json")
+    r = cli("rentbuy", p, "--no-break-even", "--no-sensitivity", "--format", "json")
     assert r.exit_code == 4, r.output
     d = json.loads(r.stdout)
     assert d["status"] == "optimal"
-    failures = d["audit_failures"]
-    assert failures and all(f.endswith(f"1 violation(s); first: {VIOLATION}") for f in failures)
-    assert any("failed their audit, a bug in gpuopt" in n for n in d["notes"])
-    assert "internal error, please report: a plan failed its audit" in r.stderr
-    # without the sensitivity no copy raises od's price: every plan passes
+    assert d["audit_failures"] == [f"failed plan 1: 1 violation(s); first: {VIOLATION}"]
+    assert any("1 plan(s) failed their audit, a bug in gpuopt" in n for n in d["notes"])
+    assert "internal error, please report: a plan failed its audit: failed plan 1" in r.stderr
+    # the default rule (od above 100 an hour) fails none of TINY's plans: exit 0, nothing listed
+    failing_audit["when"] = _dear_od
     r = cli("rentbuy", p, "--no-break-even", "--no-sensitivity", "--format", "json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["audit_failures"] == []
