@@ -121,6 +121,9 @@ def test_rentbuy_exits_4_when_a_strategy_fails(tmp_path, failing_audit):
     assert d["audit_failures"] == [f"failed plan 1: 1 violation(s); first: {VIOLATION}"]
     assert any("1 plan(s) failed their audit, a bug in gpuopt" in n for n in d["notes"])
     assert "internal error, please report: a plan failed its audit: failed plan 1" in r.stderr
+    from optimizer.render.html import report_html  # the report of the saved JSON says it at the top
+
+    assert "Audit FAILED (a bug in gpuopt: these plans disagree with their model): failed plan 1" in report_html(d)
     # the default rule (od above 100 an hour) fails none of TINY's plans: exit 0, nothing listed
     failing_audit["when"] = _dear_od
     r = cli("rentbuy", p, "--no-break-even", "--no-sensitivity", "--format", "json")

@@ -50,6 +50,11 @@ def test_whatif_and_sweep_pages_carry_their_charts(tmp_path):
     assert 'data-chart="fleet"' in page and "offerings[spot].price_per_hour=20" in page
     s = sweep(toy, "offerings[spot].price_per_hour=20:60:3").to_dict()
     assert kind_of(s) == "sweep" and 'data-chart="sweep-objective"' in report_html(s)
+    assert [p["audit"] for p in s["points"]] == [[], [], []] and "Audit FAILED" not in report_html(s)
+    # a saved sweep with a point that failed its audit says so at the top of its page
+    s["points"][1]["audit"] = ["capacity od/p1: 9 inference GPUs > 1 units × 8"]
+    page = report_html(s)
+    assert "Audit FAILED" in page and "point 1: 1 violation(s); first: capacity od/p1" in page
 
 
 def test_a_wide_table_is_split_into_blocks_that_repeat_its_keys():

@@ -286,11 +286,22 @@ def _whatif_sections(d: dict) -> list[str]:
     return out
 
 
+def _failed_audits(lines: list[str]) -> list[str]:
+    """A banner naming every plan that failed its audit (a bug in gpuopt), or nothing."""
+    if not lines:
+        return []
+    return ['<p class="bad">Audit FAILED (a bug in gpuopt: these plans disagree with their model): '
+            + _e("; ".join(lines[:10])) + (f"; and {len(lines) - 10} more" if len(lines) > 10 else "") + "</p>"]
+
+
 def _sweep_sections(d: dict) -> list[str]:
+    from ..studies.whatif import audit_failures
+
     cur = d.get("currency", "")
     pts = d["points"]
     dims = d["dimensions"]
     out = [f"<p>{len(pts)} points over {_e(', '.join(x.get('label', '') for x in dims))}.</p>"]
+    out += _failed_audits(audit_failures((f"point {p.get('index')}", p.get("audit")) for p in pts))
     first = dims[0].get("label", "value") if dims else "value"
     # each point's values: {dimension label: value}
     xs = [(p.get("values") or {}).get(first) if isinstance(p.get("values"), dict) else None for p in pts]
@@ -310,6 +321,7 @@ def _rentbuy_sections(d: dict) -> list[str]:
     cur = d.get("currency", "")
     out = [_cards([("best strategy", d.get("best_strategy") or "-"), ("mix objective", _money(d.get("mix_objective"), cur)),
                    ("mix NPV", _money(d.get("mix_npv"), cur))])]
+    out += _failed_audits(d.get("audit_failures") or [])
     strat = d.get("strategies") or []
     ok = [s for s in strat if s.get("objective") is not None]
     if ok:
