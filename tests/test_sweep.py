@@ -73,6 +73,9 @@ def test_points_break_points_and_outputs(tmp_path):
                                                        {"offerings[res].price_per_hour": 60}]
     for pt in d["points"]:
         assert {"values", "status", "objective", "mix"} <= set(pt)
+        # proven optimal (the point solved or settled): its bound is its objective, its gap within the 1e-6
+        assert pt["status"] == "optimal" and 0 <= pt["gap"] <= 1e-6
+        assert pt["bound"] == pytest.approx(pt["objective"], rel=1e-6)
     # cheap reservations are taken, dear ones are not: the mix changes once reservations stop paying
     assert d["points"][0]["mix"].get("res") and not d["points"][-1]["mix"].get("res")
     assert d["break_points"] and all(b["changes"] for b in d["break_points"])
@@ -92,6 +95,7 @@ def test_points_break_points_and_outputs(tmp_path):
     # the table names the break points; no progress bar when stderr is not a terminal
     r = cli("sweep", p, "--vary", "offerings[res].price_per_hour=40,100")
     assert r.exit_code == 0 and "Break points" in r.stdout and "res 1->0" in r.stdout
+    assert " gap " not in r.stdout.splitlines()[1]  # every point proven: no gap column
     assert "\r" not in r.stderr
 
 

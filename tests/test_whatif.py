@@ -310,3 +310,33 @@ def test_scenarios_side_by_side_under_a_time_limit_share_the_base_plan(tmp_path,
     assert [k for _, k in tasks] == [0, 0, 0]
     # the base stopped dear, and without a limit nothing repairs it: the rows read each side as solved
     assert json.loads(r.stdout)["scenarios"][0]["objective"] == pytest.approx(38_500)
+
+
+def test_side_by_side_rows_carry_the_proven_bound_and_gap(tmp_path):
+    # every row of the toy is proven optimal: its bound is its objective, its gap at most the 1e-6 asked for
+    data = toy(scenarios=[{"name": "dear-od", "set": ["offerings[od].price_per_hour=200"]}])
+    r = cli("whatif", write(tmp_path, data), "--format", "json")
+    assert r.exit_code == 0, r.output
+    for row in json.loads(r.stdout)["scenarios"]:
+        assert row["status"] == "optimal"
+        assert row["bound"] == pytest.approx(row["objective"], rel=1e-6) and 0 <= row["gap"] <= 1e-6
+    table = cli("whatif", write(tmp_path, data)).stdout
+    assert table.splitlines()[1].split()[:4] == ["name", "status", "objective", "gap"]
+    assert "0.00 %" in table and "stopped on the time limit" not in table
+
+
+def test_a_row_stopped_on_its_limit_shows_its_gap_and_says_what_it_means():
+    # rows as the side-by-side run gives them: one stopped at a 17.89 % gap (bound 73,400 under 89,395.29)
+    from optimizer.studies.whatif import GAP_NOTE, render_side_by_side
+
+    def row(name, status, objective, gap):
+        return {"name": name, "description": None, "status": status, "message": "", "objective": objective,
+                "bound": None if gap is None else objective * (1 - gap), "gap": gap, "total_cost": objective,
+                "by_pricing": {"on_demand": objective}, "mix": {"od": 1}, "audit": []}
+
+    text = render_side_by_side([row("base", "optimal", 100.0, 0.0), row("cut", "feasible", 89_395.29, 0.1789),
+                                row("none", "infeasible", None, None)], "USD")
+    lines = {line.split()[0]: line.split() for line in text.splitlines()[2:5]}
+    assert lines["base"][3:5] == ["0.00", "%"] and lines["cut"][3:5] == ["17.89", "%"]
+    assert lines["none"][3] == "-"
+    assert GAP_NOTE in text

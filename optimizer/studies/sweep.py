@@ -558,15 +558,19 @@ def _kinds(pts: list[dict]) -> list[str]:
 
 
 def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> pd.DataFrame:
-    """One row per point: the values, status, objective, total cost, cost per pricing kind, mix."""
-    from .whatif import mix_text
+    """One row per point: the values, status, objective (with its proven gap where some point stopped on a time
+    limit), total cost, cost per pricing kind, mix."""
+    from .whatif import gap_text, mix_text
 
     kinds = _kinds(pts)
     offerings = sorted({o for p in pts for o in p["mix"]})
+    stopped = any(p["status"] == "feasible" for p in pts)
     rows = []
     for p in pts:
-        row = {"index": p["index"], **p["values"], "status": p["status"], "objective": p["objective"],
-               "total_cost": p["total_cost"]}
+        row = {"index": p["index"], **p["values"], "status": p["status"], "objective": p["objective"]}
+        if stopped:
+            row["gap"] = gap_text(p.get("gap"))
+        row["total_cost"] = p["total_cost"]
         for k in kinds:
             row[f"cost_{k}"] = p["by_pricing"].get(k, 0.0) if p["objective"] is not None else None
         row["mix"] = mix_text(p["mix"])
@@ -580,8 +584,11 @@ def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> 
 def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], currency: str, header: str) -> str:
     df = points_frame(dims, pts, units=False).drop(columns=["index"])
     from ..render.report import fit_table, wrap_long
+    from .whatif import GAP_NOTE
 
     lines = [header, fit_table(df, keys=len(dims)), ""]
+    if "gap" in df.columns:
+        lines += [GAP_NOTE, ""]
     if bps:
         lines.append(f"Break points (where the mix changes): {len(bps)}")
         lines += ["  " + break_text(b) for b in bps]

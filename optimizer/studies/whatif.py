@@ -108,16 +108,23 @@ def cost_by_pricing(plan: Plan) -> dict[str, float]:
 
 
 def summary(plan: Plan) -> dict:
-    """One plan in a row: status, objective, total cost, cost by pricing kind, the chosen mix, its audit.
+    """One plan in a row: status, objective, its proven bound and gap, total cost, cost by pricing kind, the chosen
+    mix, its audit.
 
-    ``audit`` lists the plan's violations (empty when it passed; a plan that
-    fails its audit is a bug in gpuopt, and the commands exit 4 on it).
+    ``bound`` and ``gap`` are the solve's (``gpuopt solve``'s JSON): the
+    objective is at most ``gap`` (relative) above the cheapest plan there
+    is, so a row stopped on a time limit says how far it may be from the
+    optimum. ``audit`` lists the plan's violations (empty when it passed; a
+    plan that fails its audit is a bug in gpuopt, and the commands exit 4
+    on it).
     """
     r = plan.result
     return {
         "status": r.status.value,
         "message": r.message or "",
         "objective": _f(plan.objective),
+        "bound": _f(r.bound),
+        "gap": _f(r.gap),
         "total_cost": _f(plan.total_cost),
         "by_pricing": cost_by_pricing(plan),
         "mix": units_in_use(plan),
@@ -415,7 +422,8 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
     kinds = [k for k in PRICING_KINDS if any(k in r["by_pricing"] for r in rows)]
     table = []
     for r in rows:
-        rec = {"name": r["name"], "status": r["status"], "objective": r["objective"], "total_cost": r["total_cost"]}
+        rec = {"name": r["name"], "status": r["status"], "objective": r["objective"], "gap": gap_text(r.get("gap")),
+               "total_cost": r["total_cost"]}
         for k in kinds:
             rec[k] = r["by_pricing"].get(k, 0.0) if r["by_pricing"] else None
         rec["mix"] = mix_text(r["mix"])
@@ -423,6 +431,8 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
     df = pd.DataFrame(table)
     lines = [f"Scenarios side by side ({currency}; mix = units per offering)",
              df.to_string(index=False, float_format=lambda v: f"{v:,.2f}", na_rep="-")]
+    if any(r["status"] == "feasible" for r in rows):
+        lines += ["", GAP_NOTE]
     notes = [f"  {r['name']}: {r['description']}" for r in rows if r.get("description")]
     if notes:
         lines += ["", "Descriptions"] + notes
@@ -434,6 +444,16 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
         lines += ["", "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"]
         lines += [f"  {line}" for line in failed]
     return "\n".join(lines) + "\n"
+
+
+#: under a table with rows stopped on a time limit
+GAP_NOTE = ("Rows `feasible` stopped on the time limit: each objective is at most its gap above the cheapest plan "
+            "there is, so a difference between two rows smaller than their gaps may not be real.")
+
+
+def gap_text(gap: float | None) -> str:
+    """A proven gap as the tables show it: ``0.00 %`` proven optimal (within the gap asked for), ``-`` no plan."""
+    return "-" if gap is None else f"{100 * gap:.2f} %"
 
 
 def audit_failures(named) -> list[str]:
