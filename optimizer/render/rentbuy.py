@@ -16,6 +16,7 @@ from .report import fit_table, wrap_long
 from ..solve.backends import version as solver_version
 from ..studies.rentbuy import (BREAK_EVEN_COLUMNS, ITEM_COLUMNS, MONTHLY_COLUMNS, SENSITIVITY_COLUMNS,
                                UTILISATION_COLUMNS, YEARLY_COLUMNS, RentBuy)
+from ..studies.whatif import GAP_NOTE, gap_text
 
 
 TABLES = ("summary", "strategies", "strategy_units", "break_even", "utilisation", "cash_flows_monthly",
@@ -132,11 +133,15 @@ def to_table(rb: RentBuy) -> str:
         lines.append(f"warning  {w}")
     s = rb.strategies
     lines += ["", "Strategies (rent: no new owned units; buy: owned capacity only; mix: the optimum)"]
-    lines.append(_show(s[["name", "status", "objective", "total_cost", "npv", "vs_best", "vs_best_pct",
-                          "new_owned_units"]],
+    stopped = bool((s["status"] == "feasible").any())  # a strategy stopped on the time limit: its gap is shown
+    lines.append(_show(s[["name", "status", "objective", *(["gap"] if stopped else []), "total_cost", "npv",
+                          "vs_best", "vs_best_pct", "new_owned_units"]],
                        {"objective": _money, "total_cost": _money, "npv": _money, "vs_best": _money,
+                        "gap": lambda v: gap_text(None if v is None or pd.isna(v) else v),
                         "vs_best_pct": lambda v: "-" if v is None or pd.isna(v) else f"{v:.1f} %",
                         "new_owned_units": _int}))
+    if stopped:
+        lines.append(GAP_NOTE)
     best = s[s["best"]]
     if len(best):
         b = best.iloc[0]
@@ -260,7 +265,7 @@ PER_GPU_HOUR_COLUMNS = {"price_per_gpu_hour", "owned_per_gpu_hour_full_use", "on
                         "reserved_per_gpu_hour"}
 #: fractions, shown as percentages
 FRACTION_COLUMNS = {"utilisation", "utilisation_annuity", "utilisation_reserved", "utilisation_reserved_annuity",
-                    "discount_rate"}
+                    "discount_rate", "gap"}
 #: percentages in the JSON (4.5 = 4.5 %): divided by 100 in the workbook so every percentage is one kind
 PERCENT_COLUMNS = {"vs_best_pct", "capex_margin_pct"}
 MONTH_COLUMNS = {"payback_months", "payback_months_full_use", "months_after_horizon", "horizon_months", "term_months"}

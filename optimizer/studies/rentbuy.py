@@ -425,7 +425,7 @@ def short_message(message: str, limit: int = 2) -> str:
         return message or ""
     return "; ".join(parts[:limit]) + f"; and {len(parts) - limit} more"
 
-STRATEGY_COLUMNS = ["name", "status", "objective", "total_cost", "npv", "best", "vs_best", "vs_best_pct",
+STRATEGY_COLUMNS = ["name", "status", "objective", "gap", "total_cost", "npv", "best", "vs_best", "vs_best_pct",
                     "new_owned_units", "summary", "message", "solve_seconds"]
 
 
@@ -452,6 +452,9 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
         u = units_summary(plan)
         units.append(u.assign(strategy=name))
         rows.append({"name": name, "status": plan.status.value, "objective": plan.objective,
+                     # the proven relative gap (as gpuopt solve's): the objective is at most this far above the
+                     # strategy's optimum; 0 when proven within the gap asked for
+                     "gap": plan.result.gap if plan.status.has_plan else None,
                      "total_cost": plan.total_cost, "npv": plan.npv, "new_owned_units": owned_new_units(plan)
                      if plan.status.has_plan else None,
                      "summary": summary_text(u) if plan.status.has_plan else "",
