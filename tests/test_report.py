@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def test_a_period_grid_is_summarised_by_min_typical_max_and_changes():
     import pandas as pd
@@ -29,7 +31,7 @@ def test_report_refuses_what_it_cannot_read_or_would_overwrite(tmp_path):
     from conftest import gpuopt_here as gpuopt
 
     r = gpuopt("report", bad, "-o", out)
-    assert r.returncode == 2 and "x.json" in r.stderr and "gpuopt solve, whatif, sweep or rentbuy" in r.stderr
+    assert r.returncode == 2 and "x.json" in r.stderr and "gpuopt solve, whatif (one change or scenarios), sweep or rentbuy" in r.stderr
     out.write_text("mine")
     r = gpuopt("report", root / "problems" / "q3.yaml", "-o", out)
     assert r.returncode == 2 and "--force" in r.stderr and out.read_text() == "mine"  # never overwritten silently
@@ -90,3 +92,31 @@ def test_whatif_sweep_and_rentbuy_tables_fit_100_columns(tmp_path):
              render_table(s.dimensions, s.points, s.break_points, s.currency, "sweep"), rentbuy_table(r)]
     for text in texts:
         assert max(map(len, text.splitlines())) <= 100
+
+
+def test_scenarios_side_by_side_get_a_page_from_the_command_and_from_their_saved_json(tmp_path):
+    from test_whatif_toy import toy, write
+
+    from conftest import gpuopt_here
+    from optimizer.render.html import kind_of, report_html
+
+    data = toy(scenarios=[{"name": "dear-od", "description": "on-demand at 200 an hour",
+                           "set": ["offerings[od].price_per_hour=200"]}])
+    p = write(tmp_path, data)
+    page = tmp_path / "scenarios.html"
+    r = gpuopt_here("whatif", p, "--html", page, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert kind_of(doc) == "scenarios" and doc["catalog_version"]
+    html = page.read_text()
+    assert html == report_html(doc)  # the saved JSON draws the same page
+    assert 'data-chart="scenarios"' in html and "dear-od" in html and "on-demand at 200 an hour" in html
+    assert "Audit FAILED" not in html and ">0.00 %<" in html
+    # an existing page is refused before any solve, and gpuopt report reads the saved JSON
+    r = gpuopt_here("whatif", p, "--html", page)
+    assert r.returncode == 2 and "--force" in r.stderr
+    saved = tmp_path / "s.json"
+    saved.write_text(json.dumps(doc))
+    r = gpuopt_here("report", saved, "-o", tmp_path / "again.html")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "again.html").read_text() == html

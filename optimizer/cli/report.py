@@ -57,8 +57,8 @@ def report(source, output, force, solver, time_limit, gap, threads, sets, scales
             kind_of(doc)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
             raise InputError(f"cannot read a gpuopt result from it ({exc})", file=str(src),
-                             allowed="the JSON of gpuopt solve, whatif, sweep or rentbuy --format json, "
-                                     "or a problem file") from None
+                             allowed="the JSON of gpuopt solve, whatif (one change or scenarios), sweep or rentbuy "
+                                     "--format json, or a problem file") from None
         if sets or scales:
             raise InputError("--set/--scale change a problem; a saved result is shown as it is", field="--set")
         status = None

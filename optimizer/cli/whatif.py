@@ -55,7 +55,8 @@ def worst_exit(statuses, audits=()) -> int:
               help="A YAML file of named scenarios (a list of {name, set, scale, description}).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
-              help="Also write the comparison as one self-contained HTML page (one change; gpuopt report).")
+              help="Also write the comparison (one change, or the scenarios side by side) as one self-contained HTML "
+                   "page (gpuopt report).")
 @click.option("--force", is_flag=True, help="Overwrite the --html file if it exists.")
 @solver_options
 @parallel_options
@@ -115,18 +116,21 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
     if not named:
         fail_usage("nothing to compare: give --set/--scale, --scenario NAME, or scenarios "
                    "(a `scenarios:` section in the problem file, or --scenarios FILE)")
-    _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler)
+    _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler, html_file, force)
 
 
-def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> None:
+def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler, html_file, force) -> None:
     from ..executors import share_cpus
     from ..studies.sweep import Progress, make_task, run_tasks
     from ..studies.whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
+    from .report import check_html_target, write_html
+
+    check_html_target(html_file, force)  # before any solve
 
     changes = [Change("base", description=None)] + named
     raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]
     # validate every scenario before solving any: a bad one is exit 2 naming it
-    currency = None
+    currency = catalog_version = None
     for ch, r in zip(changes, raws):
         try:
             pr = build(r, file)
@@ -134,7 +138,8 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
             if ch.name == "base":
                 raise
             raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
-        currency = currency or pr.currency
+        if ch.name == "base":
+            currency, catalog_version = pr.currency, pr.catalog_version
     threads, lend = share_cpus(opts["threads"], workers, executor, scheduler)
     opts = {**opts, "threads": threads}
     tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
@@ -145,9 +150,12 @@ def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler) -> 
         results = _handed_over(tasks, raws[0], file, opts["gap"], workers, executor, scheduler, lend)
     rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
                               for ch, res in zip(changes, results)])
+    doc = {"problem": raw.get("name", "problem"), "currency": currency, "catalog_version": catalog_version,
+           "scenarios": rows}
+    if html_file:
+        click.echo(f"wrote {write_html(doc, html_file, force)}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"problem": raw.get("name", "problem"), "currency": currency, "scenarios": rows},
-                              indent=2))
+        click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(render_side_by_side(rows, currency))
     sys.exit(worst_exit([r["status"] for r in rows], [(r["name"], r["audit"]) for r in rows]))

@@ -1,7 +1,7 @@
 """One self-contained HTML page for a result: ``gpuopt report`` and ``--html FILE``.
 
-The page is built from the JSON a command prints (solve, whatif, sweep or
-rentbuy; docs/json-format.md), so a saved result renders the same as a fresh
+The page is built from the JSON a command prints (solve, whatif with one
+change or with scenarios side by side, sweep or rentbuy; docs/json-format.md), so a saved result renders the same as a fresh
 one. Charts are drawn by matplotlib into inline SVG: the page needs no
 network and no script to display. Each chart is an ``<figure
 class="chart" data-chart=NAME>``; the browser test counts them.
@@ -14,8 +14,10 @@ import io
 import math
 from collections.abc import Iterable
 
+from ..vocabulary import PRICING_KINDS
+
 #: the kinds of result a page can show, recognised by their keys
-KINDS = ("solve", "whatif", "sweep", "rentbuy")
+KINDS = ("solve", "whatif", "scenarios", "sweep", "rentbuy")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
@@ -36,11 +38,13 @@ def kind_of(doc: dict) -> str:
         return "sweep"
     if "base" in doc and "scenario" in doc and "delta" in doc:
         return "whatif"
+    if isinstance(doc.get("scenarios"), list) and "currency" in doc:
+        return "scenarios"
     if "strategies" in doc and "cash_flows" in doc:
         return "rentbuy"
     if "format_version" in doc and "status" in doc and "inference" in doc:
         return "solve"
-    raise ValueError("not the JSON of gpuopt solve, whatif, sweep or rentbuy")
+    raise ValueError("not the JSON of gpuopt solve, whatif (one change or scenarios side by side), sweep or rentbuy")
 
 
 def _e(x) -> str:
@@ -84,7 +88,9 @@ def _svg(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    # no date and fixed element ids: the same JSON gives the same page, byte for byte, today or later
+    with plt.rc_context({"svg.hashsalt": "gpuopt"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
@@ -294,6 +300,42 @@ def _failed_audits(lines: list[str]) -> list[str]:
             + _e("; ".join(lines[:10])) + (f"; and {len(lines) - 10} more" if len(lines) > 10 else "") + "</p>"]
 
 
+def _scenario_sections(d: dict) -> list[str]:
+    """Scenarios side by side (``gpuopt whatif P`` with scenarios): objectives, gaps, costs by kind, mixes."""
+    from ..studies.whatif import GAP_NOTE, audit_failures, gap_text, mix_text
+
+    cur = d.get("currency", "")
+    rows = d["scenarios"]
+    out = _failed_audits(audit_failures((r.get("name"), r.get("audit")) for r in rows))
+    ok = [r for r in rows if r.get("objective") is not None]
+    if ok:
+        out.append("<h2>Objective per scenario</h2>")
+        out.append(_bars("scenarios", [r["name"] for r in ok], [r["objective"] for r in ok],
+                         "Objective per scenario (the base first)", cur))
+    kinds = [k for k in PRICING_KINDS if any(k in (r.get("by_pricing") or {}) for r in rows)]
+    table = []
+    for r in rows:
+        rec = {"name": r.get("name"), "status": r.get("status"), "objective": r.get("objective"),
+               "gap": gap_text(r.get("gap")), "total_cost": r.get("total_cost")}
+        rec.update({k: (r.get("by_pricing") or {}).get(k, 0.0) if r.get("objective") is not None else None
+                    for k in kinds})
+        rec["mix"] = mix_text(r.get("mix") or {})
+        table.append(rec)
+    out.append(f"<h2>Scenarios side by side ({_e(cur)})</h2>" + _table(table))
+    if any(r.get("status") == "feasible" for r in rows):
+        out.append(f"<p>{_e(GAP_NOTE)}</p>")
+    described = [r for r in rows if r.get("description")]
+    if described:
+        out.append("<h2>Descriptions</h2><ul>" + "".join(
+            f"<li><b>{_e(r['name'])}</b>: {_e(r['description'])}</li>" for r in described) + "</ul>")
+    bad = [r for r in rows if r.get("objective") is None]
+    if bad:
+        out.append("<h2>No plan</h2><ul>" + "".join(
+            f"<li><b>{_e(r.get('name'))}</b>: {_e(r.get('status'))}: {_e(r.get('message'))}</li>" for r in bad)
+            + "</ul>")
+    return out
+
+
 def _sweep_sections(d: dict) -> list[str]:
     from ..studies.whatif import audit_failures
 
@@ -368,8 +410,8 @@ def report_html(doc: dict) -> str:
     """The whole page for the JSON ``doc`` of a solve, whatif, sweep or rentbuy."""
     kind = kind_of(doc)
     name = doc.get("problem") or (doc.get("base") or {}).get("problem") or "problem"
-    sections = {"solve": _solve_sections, "whatif": _whatif_sections, "sweep": _sweep_sections,
-                "rentbuy": _rentbuy_sections}[kind](doc)
+    sections = {"solve": _solve_sections, "whatif": _whatif_sections, "scenarios": _scenario_sections,
+                "sweep": _sweep_sections, "rentbuy": _rentbuy_sections}[kind](doc)
     catalog = doc.get("catalog_version") or (doc.get("base") or {}).get("catalog_version") or ""
     head = (f"<h1>gpuopt {kind}: {_e(name)}</h1><p class=\"sub\">catalog {_e(catalog)}; every number below is "
             "in the JSON of the same run</p>")
