@@ -1331,18 +1331,24 @@ def test_a_known_plan_starts_the_split_and_a_cheaper_leaf_replaces_it(solve, mon
     assert "none cheaper than the known plan, which is kept" in kept.result.message
 
 
-def test_a_known_plan_is_used_only_where_it_meets_every_row():
-    # known_plan checks each vector on the model's own arrays: one of the wrong length and one that breaks a
-    # row are dropped; of two feasible ones the cheaper is kept, priced by the model's own costs.
+def _cover(upper: list[float]):
+    """The arrays of: minimise x0 + 1.5 x1 over integers 0 <= x <= ``upper`` with 2 x0 + 3 x1 >= 13."""
     from optimizer.model.mip import MIP, terms
-    from optimizer.solve.driver import known_plan
 
     m = MIP()
-    x = m.add_variables("x", pd.DataFrame({"i": [0, 1], "k": [0, 0]}), upper=np.array([10.0, 10.0]), integer=True)
+    x = m.add_variables("x", pd.DataFrame({"i": [0, 1], "k": [0, 0]}), upper=np.array(upper), integer=True)
     m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
                       pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
     m.add_objective(terms(x, [], np.array([1.0, 1.5])))
-    a = m.arrays()
+    return m.arrays()
+
+
+def test_a_known_plan_is_used_only_where_it_meets_every_row():
+    # known_plan checks each vector on the model's own arrays: one of the wrong length and one that breaks a
+    # row are dropped; of two feasible ones the cheaper is kept, priced by the model's own costs.
+    from optimizer.solve.driver import known_plan
+
+    a = _cover([10.0, 10.0])
     assert known_plan(a, [np.zeros(3), np.array([1.0, 1.0])], "highs") is None  # wrong length; 2 + 3 < 13
     best = known_plan(a, [np.array([0.0, 5.0]), np.array([5.0, 1.0]), np.array([2.5, 3.0])], "highs")
     # 0 + 7.5 = 7.5 against 5 + 1.5 = 6.5; (2.5, 3) is fractional
@@ -1353,16 +1359,10 @@ def test_a_known_plan_past_a_column_bound_is_read_clipped_where_that_meets_every
     # cover: 2 x0 + 3 x1 >= 13 with x0 <= 5 and x1 <= 3 (a model for less demand: lower replica bounds).
     #   (8, 3): x0 past its bound; clipped (5, 3) gives 10 + 9 = 19 >= 13, a plan, costing 5 + 4.5 = 9.5.
     #   (8, 0): clipped (5, 0) gives 10 < 13: no plan, dropped.
-    from optimizer.model.mip import MIP, terms
     from optimizer.solve.driver import known_plan
     from optimizer.solve.feasibility import within_bounds
 
-    m = MIP()
-    x = m.add_variables("x", pd.DataFrame({"i": [0, 1], "k": [0, 0]}), upper=np.array([5.0, 3.0]), integer=True)
-    m.add_constraints("cover", [terms(x, ["k"], np.array([2.0, 3.0]))], ">=",
-                      pd.DataFrame({"k": [0], "rhs": [13.0]}), keys=["k"])
-    m.add_objective(terms(x, [], np.array([1.0, 1.5])))
-    a = m.arrays()
+    a = _cover([5.0, 3.0])
     assert list(within_bounds(a, np.array([8.0, 3.0]))) == [5.0, 3.0]
     assert within_bounds(a, np.array([8.0, 0.0])) is None
     assert within_bounds(a, np.array([8.0])) is None  # another number of columns
