@@ -67,18 +67,43 @@ def configuration_use(model: Model, x: np.ndarray) -> pd.DataFrame:
     single-size one, each weighted by the period's hours, summed over the
     horizon; columns ``service, bucket, config, use, max_configurations``.
     """
+    table, rows, cols, weights = _use_terms(model)
+    use = np.bincount(rows, weights=weights * np.asarray(x, float)[cols], minlength=len(table))
+    out = table.copy()
+    out.insert(out.columns.get_loc("max_configurations"), "use", use)
+    return out
+
+
+def _use_terms(model: Model) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`configuration_use` sums, read once per model: the ``config-used`` rows with their
+    ``max_configurations``, and per term the row, the column and its weight (hours for a routed rps; rps × hours
+    for a replica of a single-size service), so that a plan's use is one weighted sum. The driver asks for the
+    use of several plans of each model (the split, the configurations fixed, the classes over their limit)."""
     mip, d = model.mip, model.data
+    cached = d.cache.get("configuration_use")
+    if cached is not None:
+        return cached
+    keys = ["service", "bucket", "config"]
     cu = mip.variables["config-used"].coords.reset_index(drop=True)
     hours = d.periods.set_index("period")["hours"]
-    routed = mip.values("inference-routing", x)
-    routed = routed.assign(use=routed["value"] * routed["period"].map(hours))
-    reps = mip.values("inference-replicas", x).merge(d.rps, on=["service", "config"])
+
+    def columns(name: str) -> pd.DataFrame:
+        block = mip.variables[name]
+        return block.coords.reset_index(drop=True).assign(col=block.start + np.arange(block.size))
+
+    routed = columns("inference-routing")
+    routed = routed.assign(weight=routed["period"].map(hours).to_numpy(float))
+    reps = columns("inference-replicas").merge(d.rps, on=["service", "config"])
     reps = reps[~reps["service"].isin(d.multi_bucket)]
-    reps = reps.assign(use=reps["value"] * reps["rps"] * reps["period"].map(hours))
-    use = pd.concat([routed[["service", "bucket", "config", "use"]], reps[["service", "bucket", "config", "use"]]])
-    use = use.groupby(["service", "bucket", "config"], as_index=False)["use"].sum()
-    cu = cu.merge(use, on=["service", "bucket", "config"], how="left").fillna({"use": 0.0})
-    return cu.merge(d.stability[["service", "max_configurations"]], on="service")
+    reps = reps.assign(weight=(reps["rps"] * reps["period"].map(hours)).to_numpy(float))
+    terms = pd.concat([routed[keys + ["col", "weight"]], reps[keys + ["col", "weight"]]], ignore_index=True)
+    terms = cu[keys].assign(row=np.arange(len(cu))).merge(terms, on=keys)  # the terms of a config-used row
+    table = cu.merge(d.stability[["service", "max_configurations"]], on="service")
+    if len(table) != len(cu):  # the rows are read by position: every service has its limits
+        raise ValueError("internal error: a config-used row's service has no stability limits")
+    out = (table, terms["row"].to_numpy(np.int64), terms["col"].to_numpy(np.int64), terms["weight"].to_numpy(float))
+    d.cache["configuration_use"] = out
+    return out
 
 
 def configurations_fixed(model: Model, a: Arrays, keep: np.ndarray) -> Arrays:
