@@ -340,3 +340,21 @@ def test_a_row_stopped_on_its_limit_shows_its_gap_and_says_what_it_means():
     assert lines["base"][3:5] == ["0.00", "%"] and lines["cut"][3:5] == ["17.89", "%"]
     assert lines["none"][3] == "-"
     assert GAP_NOTE in text
+
+
+def test_the_comparison_shows_each_sides_gap_and_says_what_a_stopped_one_means(tmp_path):
+    import dataclasses
+
+    from optimizer.solve.result import Status
+    from optimizer.studies.whatif import GAP_NOTE, render_compare
+
+    r = _solve_change(tmp_path, sets=["offerings[od].price_per_hour*=1.5"])
+    title = "od × 1.5"
+    text = render_compare(r.delta, r.base, r.scenario, title)
+    gap_row = next(line for line in text.splitlines() if line.startswith("gap"))
+    assert gap_row.split() == ["gap", "0.00", "%", "0.00", "%"] and GAP_NOTE not in text
+    # the scenario as a search stopped at a proven 25 % would give it
+    r.scenario.result = dataclasses.replace(r.scenario.result, status=Status.FEASIBLE, gap=0.25)
+    text = render_compare(r.delta, r.base, r.scenario, title)
+    gap_row = next(line for line in text.splitlines() if line.startswith("gap"))
+    assert gap_row.split() == ["gap", "0.00", "%", "25.00", "%"] and GAP_NOTE in text

@@ -26,6 +26,7 @@ from ..load import Problem, build_problem, parse_problem_file, validation_to_inp
 from ..overlay import apply_sets
 from ..plan import Plan
 from ..schema import Scenario
+from ..solve.result import Status
 from ..vocabulary import PAY_PER_HOUR, PRICING_KINDS
 from ..yamlio import read_yaml
 
@@ -308,6 +309,10 @@ def _frame(rows: list[dict], cols: list[str] | None = None) -> str:
     return df.to_string(index=False, float_format=lambda v: f"{v:,.2f}")
 
 
+def _gap_word(plan: Plan) -> str:
+    return gap_text(_f(plan.result.gap) if plan.status.has_plan else None)
+
+
 def _audit_word(plan: Plan) -> str:
     if plan.audit:
         return f"FAILED ({len(plan.audit)})"
@@ -326,6 +331,7 @@ def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
         f"{'':<12}{'base':>18}{'scenario':>18}{'delta':>18}",
         f"{'status':<12}{base.status.value:>18}{new.status.value:>18}",
         f"{'audit':<12}{_audit_word(base):>18}{_audit_word(new):>18}",
+        f"{'gap':<12}{_gap_word(base):>18}{_gap_word(new):>18}",
         f"{'objective':<12}{_money(o['base']):>18}{_money(o['scenario']):>18}{_signed(o['delta']):>18}{pct}"
         f"   ({base.problem.objective}, {cur})",
         f"{'total cost':<12}{_money(delta['total_cost']['base']):>18}{_money(delta['total_cost']['scenario']):>18}"
@@ -336,6 +342,8 @@ def render_compare(delta: dict, base: Plan, new: Plan, title: str) -> str:
             lines.append(f"{label}: {p.status.value}: {p.result.message}")
     for line in audit_failures([("base", base.audit), ("scenario", new.audit)]):
         lines.append(f"audit FAILED (a bug in gpuopt), {line}")
+    if Status.FEASIBLE in (base.status, new.status):
+        lines.append(GAP_NOTE)
     if not (base.status.has_plan and new.status.has_plan):
         return "\n".join(lines) + "\n"
     lines += ["", f"Cost by pricing kind ({cur})", _frame(delta["by_pricing"])]
@@ -447,8 +455,8 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
 
 
 #: under a table with rows stopped on a time limit
-GAP_NOTE = ("Rows `feasible` stopped on the time limit: each objective is at most its gap above the cheapest plan "
-            "there is, so a difference between two rows smaller than their gaps may not be real.")
+GAP_NOTE = ("A plan `feasible` stopped on the time limit: its objective is at most its gap above the cheapest plan "
+            "there is, so a difference between two plans smaller than their gaps may not be real.")
 
 
 def gap_text(gap: float | None) -> str:
