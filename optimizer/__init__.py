@@ -25,6 +25,8 @@ import importlib  # noqa: E402
 # is ``optimizer.solve`` (the API imports the package only when it runs, and a package's first import binds its
 # name in its parent)
 importlib.import_module(f"{__name__}.solve")
-from .api import estimate_inference, estimate_training, load_problem, rentbuy, solve, sweep, whatif  # noqa: E402
+from .api import (estimate_inference, estimate_training, load_problem, rentbuy, scenarios, solve,  # noqa: E402
+                  sweep, whatif)
 
-__all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve", "sweep", "whatif"]
+__all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "scenarios", "solve", "sweep",
+           "whatif"]

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 # pandas, the model and the solvers are imported by the function that needs them: ``import optimizer`` (and so
 # every command line, ``gpuopt --help`` included) stays light
 
-__all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve", "sweep", "whatif"]
+__all__ = ["estimate_inference", "estimate_training", "load_problem", "rentbuy", "scenarios", "solve", "sweep",
+           "whatif"]
 
 
 def _set_strings(sets, overrides: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> list[str]:
@@ -151,6 +152,31 @@ def whatif(problem: str | Path, *, sets=(), scales=(), overrides: Mapping[str, A
     new_raw = overlay(raw, file, set_list, list(scales))
     return solve_change(Change("scenario", set_list, list(scales)), build(raw, file), build(new_raw, file),
                         solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+
+
+def scenarios(problem: str | Path, *, scenario_file: str | Path | None = None, solver: str = DEFAULT_SOLVER,
+              time_limit: float | None = None, gap: float = 1e-6, threads: int | None = None, workers: int = 1,
+              executor: str = "local", scheduler: str | None = None):
+    """The base and every named scenario side by side: ``gpuopt whatif PROBLEM [--scenarios FILE]``.
+
+    The scenarios are the problem file's ``scenarios:`` and those of
+    ``scenario_file``. Returns a :class:`~optimizer.studies.whatif.SideBySide`:
+    ``rows`` (one dict per scenario, the base first, as the JSON's),
+    ``frame()`` (a DataFrame: name, status, objective, bound, gap, total
+    cost, cost per pricing kind, mix, audit violations) and ``to_json()``.
+    A problem with no scenarios is an input error.
+    """
+    from .errors import InputError
+    from .studies.whatif import read_raw, scenarios as named_scenarios, solve_scenarios
+
+    file = str(problem)
+    raw = read_raw(problem)
+    named = named_scenarios(raw, file, None if scenario_file is None else str(scenario_file))
+    if not named:
+        raise InputError("the problem has no scenarios", file=file, field="scenarios",
+                         allowed="a `scenarios:` section in the problem file, or scenario_file")
+    return solve_scenarios(raw, file, named, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                           workers=workers, executor=executor, scheduler=scheduler)
 
 
 def sweep(problem: str | Path, vary=(), vary_scale=(), *, sets=(), scales=(),

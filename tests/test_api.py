@@ -44,8 +44,8 @@ def untimed(obj):
 
 
 def test_the_package_exports_the_commands():
-    assert set(optimizer.__all__) == {"estimate_inference", "estimate_training", "load_problem", "rentbuy", "solve",
-                                      "sweep", "whatif"}
+    assert set(optimizer.__all__) == {"estimate_inference", "estimate_training", "load_problem", "rentbuy",
+                                      "scenarios", "solve", "sweep", "whatif"}
 
 
 def test_solve_gives_dataframes_on_the_shipped_example():
@@ -108,6 +108,28 @@ def test_a_misspelt_solver_in_a_notebook_is_named_with_the_nearest_one(tmp_path)
     with pytest.raises(InputError, match="unknown solver 'higs'") as err:
         solve(write(tmp_path, TOY), solver="higs")
     assert "did you mean 'highs'" in str(err.value) and "cbc, cp-sat, highs, scip" in str(err.value)
+
+
+def test_scenarios_side_by_side_match_the_command_line(tmp_path):
+    from test_whatif_toy import toy
+
+    from optimizer import scenarios
+    from optimizer.errors import InputError
+
+    with pytest.raises(InputError, match="no scenarios"):
+        scenarios(write(tmp_path, TOY))
+    p = write(tmp_path, toy(scenarios=[{"name": "cheap-spot", "set": ["offerings[spot].price_per_hour=20"]}]))
+    sbs = scenarios(p)
+    assert untimed(sbs.to_dict()) == untimed(cli_json("whatif", p))
+    frame = sbs.frame()
+    assert list(frame["name"]) == ["base", "cheap-spot"] and list(frame["status"]) == ["optimal", "optimal"]
+    assert frame.loc[0, "objective"] == pytest.approx(22_500)  # test_whatif_toy's hand-worked optimum
+    assert frame.loc[1, "objective"] < frame.loc[0, "objective"]  # a cheaper spot unit is taken
+    assert {"bound", "gap", "total_cost", "mix", "audit_violations"} <= set(frame.columns)
+    assert list(frame["audit_violations"]) == [0, 0]
+    # the cost columns add up to the total cost, row by row
+    costs = frame[[c for c in frame.columns if c.startswith("cost_")]].sum(axis=1)
+    assert list(costs) == pytest.approx(list(frame["total_cost"]))
 
 
 def test_whatif_and_sweep_match_the_command_line(tmp_path):

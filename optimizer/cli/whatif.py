@@ -11,12 +11,10 @@ Modes (docs/whatif.md):
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from ..errors import InputError
 from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
@@ -120,80 +118,16 @@ def whatif(problem, sets, scales, scenario_name, scenario_file, fmt, html_file, 
 
 
 def _side_by_side(raw, file, named, fmt, opts, workers, executor, scheduler, html_file, force) -> None:
-    from ..executors import share_cpus
-    from ..studies.sweep import Progress, make_task, run_tasks
-    from ..studies.whatif import Change, build, render_side_by_side, scenario_raw, side_by_side_rows
+    from ..studies.whatif import render_side_by_side, solve_scenarios
     from .report import check_html_target, write_html
 
     check_html_target(html_file, force)  # before any solve
-
-    changes = [Change("base", description=None)] + named
-    raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]
-    # validate every scenario before solving any: a bad one is exit 2 naming it
-    currency = catalog_version = None
-    for ch, r in zip(changes, raws):
-        try:
-            pr = build(r, file)
-        except InputError as e:
-            if ch.name == "base":
-                raise
-            raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
-        if ch.name == "base":
-            currency, catalog_version = pr.currency, pr.catalog_version
-    threads, lend = share_cpus(opts["threads"], workers, executor, scheduler)
-    opts = {**opts, "threads": threads}
-    tasks = [make_task(i, r, file, **opts) for i, r in enumerate(raws)]
-    if opts["time_limit"] is None:  # every side proven within the gap: nothing to hand over, all side by side
-        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
-                            progress=Progress(len(tasks), label="scenarios"), lend=lend)
-    else:
-        results = _handed_over(tasks, raws[0], file, opts["gap"], workers, executor, scheduler, lend)
-    rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
-                              for ch, res in zip(changes, results)])
-    doc = {"problem": raw.get("name", "problem"), "currency": currency, "catalog_version": catalog_version,
-           "scenarios": rows}
+    sbs = solve_scenarios(raw, file, named, workers=workers, executor=executor, scheduler=scheduler, **opts)
     if html_file:
-        click.echo(f"wrote {write_html(doc, html_file, force)}", err=True)
+        click.echo(f"wrote {write_html(sbs.to_dict(), html_file, force)}", err=True)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(sbs.to_json())
     else:
-        click.echo(render_side_by_side(rows, currency))
+        click.echo(render_side_by_side(sbs.rows, sbs.currency))
+    rows = sbs.rows
     sys.exit(worst_exit([r["status"] for r in rows], [(r["name"], r["audit"]) for r in rows]))
-
-
-def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> list[dict]:
-    """The base, then the scenarios side by side from its plan; the base again from theirs where one beats it.
-
-    Under a time limit a search may stop above a plan another side holds,
-    and the table would then show a saving or a cost that no scenario
-    makes. So, as for a single what-if (:func:`optimizer.studies.whatif.solve_change`),
-    each scenario starts from the base's plan, read in its model by name
-    (used where it meets every row there), and the base is searched again
-    from the scenarios' plans, with its own, where one of them is a plan of
-    the base's model that costs less than the base's by more than the gap.
-    """
-    from ..model.reprice import models_of_structure
-    from ..plan import beating
-    from ..studies.sweep import Progress, run_tasks
-    from ..studies.whatif import build
-
-    def solved(ts: list[dict], label: str) -> list[dict]:
-        return run_tasks([{**t, "point": True} for t in ts], workers=workers, executor=executor,
-                         scheduler=scheduler, progress=Progress(len(ts), label=label), lend=lend)
-
-    def point(res: dict):
-        res.pop("point_cost")
-        return res.pop("point")
-
-    (base,) = solved(tasks[:1], "base")
-    cost, ours = base["point_cost"], point(base)
-    rest = solved([{**t, "known": [ours]} if ours is not None else t for t in tasks[1:]], "scenarios")
-    theirs = [p for p in (point(r) for r in rest) if p is not None]
-    if theirs:
-        problem = build(raw, file)
-        model = models_of_structure(problem).build(problem)
-        if beating(theirs, model.mip, cost, gap):
-            (base,) = solved([{**tasks[0], "known": ([ours] if ours is not None else []) + theirs}], "base again")
-            point(base)
-    return [base] + rest
-

@@ -470,3 +470,111 @@ def audit_failures(named) -> list[str]:
     ``named``: pairs of a name and a plan's violations (a list, empty or None when it passed).
     """
     return [f"{name}: {len(v)} violation(s); first: {v[0]}" for name, v in named if v]
+
+
+# ---------------------------------------------------------------------------
+# scenarios side by side
+
+
+@dataclass
+class SideBySide:
+    """The base and every named scenario, one :func:`summary` row each (``gpuopt whatif P`` with scenarios)."""
+
+    problem: str
+    currency: str
+    catalog_version: str | None
+    rows: list[dict]
+
+    def frame(self) -> pd.DataFrame:
+        """One row per scenario, the base first: name, status, objective, bound, gap, total cost, the cost per
+        pricing kind (``cost_<kind>``), the mix as text and the number of audit violations."""
+        kinds = [k for k in PRICING_KINDS if any(k in r["by_pricing"] for r in self.rows)]
+        out = []
+        for r in self.rows:
+            rec = {k: r[k] for k in ("name", "status", "objective", "bound", "gap", "total_cost")}
+            rec.update({f"cost_{k}": r["by_pricing"].get(k, 0.0) if r["objective"] is not None else None
+                        for k in kinds})
+            rec.update(mix=mix_text(r["mix"]), audit_violations=len(r["audit"]))
+            out.append(rec)
+        return pd.DataFrame(out)
+
+    def to_dict(self) -> dict:
+        """The JSON of ``gpuopt whatif P --format json`` with scenarios."""
+        return {"problem": self.problem, "currency": self.currency, "catalog_version": self.catalog_version,
+                "scenarios": self.rows}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def solve_scenarios(raw: dict, file: str, named: list[Change], solver: str, time_limit: float | None, gap: float,
+                    threads: int | None, workers: int = 1, executor: str = "local",
+                    scheduler: str | None = None) -> SideBySide:
+    """Solve the base (``raw``, read from ``file``) and every scenario of ``named``, side by side on ``workers``.
+
+    Every scenario is built before any solve, so a bad one is an
+    :class:`~optimizer.errors.InputError` naming it. Without a time limit
+    every side is proven within ``gap`` and all run at once; with one,
+    :func:`_handed_over` shares the sides' plans.
+    """
+    from ..executors import share_cpus
+    from .sweep import Progress, make_task, run_tasks
+
+    changes = [Change("base", description=None)] + list(named)
+    raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]
+    base = None
+    for ch, r in zip(changes, raws):
+        try:
+            pr = build(r, file)
+        except InputError as e:
+            if ch.name == "base":
+                raise
+            raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
+        base = base or pr
+    threads, lend = share_cpus(threads, workers, executor, scheduler)
+    tasks = [make_task(i, r, file, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
+             for i, r in enumerate(raws)]
+    if time_limit is None:  # every side proven within the gap: nothing to hand over, all side by side
+        results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
+                            progress=Progress(len(tasks), label="scenarios"), lend=lend)
+    else:
+        results = _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend)
+    rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
+                              for ch, res in zip(changes, results)])
+    return SideBySide(raw.get("name", "problem"), base.currency, base.catalog_version, rows)
+
+
+def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> list[dict]:
+    """The base, then the scenarios side by side from its plan; the base again from theirs where one beats it.
+
+    Under a time limit a search may stop above a plan another side holds,
+    and the table would then show a saving or a cost that no scenario
+    makes. So, as for a single what-if (:func:`solve_change`), each
+    scenario starts from the base's plan, read in its model by name (used
+    where it meets every row there), and the base is searched again from
+    the scenarios' plans, with its own, where one of them is a plan of the
+    base's model that costs less than the base's by more than the gap.
+    """
+    from ..model.reprice import models_of_structure
+    from ..plan import beating
+    from .sweep import Progress, run_tasks
+
+    def solved(ts: list[dict], label: str) -> list[dict]:
+        return run_tasks([{**t, "point": True} for t in ts], workers=workers, executor=executor,
+                         scheduler=scheduler, progress=Progress(len(ts), label=label), lend=lend)
+
+    def point(res: dict):
+        res.pop("point_cost")
+        return res.pop("point")
+
+    (base,) = solved(tasks[:1], "base")
+    cost, ours = base["point_cost"], point(base)
+    rest = solved([{**t, "known": [ours]} if ours is not None else t for t in tasks[1:]], "scenarios")
+    theirs = [p for p in (point(r) for r in rest) if p is not None]
+    if theirs:
+        problem = build(raw, file)
+        model = models_of_structure(problem).build(problem)
+        if beating(theirs, model.mip, cost, gap):
+            (base,) = solved([{**tasks[0], "known": ([ours] if ours is not None else []) + theirs}], "base again")
+            point(base)
+    return [base] + rest
