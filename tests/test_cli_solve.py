@@ -136,6 +136,11 @@ def test_csv_writes_tables_and_never_overwrites(tmp_path):
     assert (out / "summary.csv").read_text() == before
     r = gpuopt_here("solve", str(p), "--format", "csv", "-o", str(out), "--force")
     assert r.returncode == 0
+    # -o with another format would write nothing: refused before any solve, naming what it is for
+    for fmt in ("table", "json"):
+        r = gpuopt_here("solve", str(p), "--format", fmt, "-o", str(tmp_path / "elsewhere"))
+        assert r.returncode == 2 and "-o DIR is for --format csv" in r.stderr
+        assert not (tmp_path / "elsewhere").exists()
 
 
 def test_infeasible_exits_1_with_reason(tmp_path):

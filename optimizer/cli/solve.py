@@ -70,6 +70,8 @@ def solve(problem, solver, time_limit, gap, threads, fmt, out_dir, force, html_f
     """
     if fmt == "csv" and not out_dir:
         fail_usage("--format csv needs -o DIR (one CSV file per table)")
+    if out_dir and fmt != "csv":  # it would be silently ignored: the plan goes to stdout
+        fail_usage(f"-o DIR is for --format csv (one CSV file per table); --format {fmt} prints to stdout")
     from ..executors import solve_executor
     from ..load import load_problem
     from ..pipeline import run
