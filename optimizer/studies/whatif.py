@@ -522,15 +522,15 @@ def solve_scenarios(raw: dict, file: str, named: list[Change], solver: str, time
 
     changes = [Change("base", description=None)] + list(named)
     raws = [raw] + [scenario_raw(raw, file, ch) for ch in named]
-    base = None
+    built = []
     for ch, r in zip(changes, raws):
         try:
-            pr = build(r, file)
+            built.append(build(r, file))
         except InputError as e:
             if ch.name == "base":
                 raise
             raise InputError(f"scenario {ch.name!r}: {e.render()}") from None
-        base = base or pr
+    base = built[0]
     threads, lend = share_cpus(threads, workers, executor, scheduler)
     tasks = [make_task(i, r, file, solver=solver, time_limit=time_limit, gap=gap, threads=threads)
              for i, r in enumerate(raws)]
