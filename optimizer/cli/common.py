@@ -55,6 +55,13 @@ class GpuoptGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+def echo_failed_audits(lines) -> None:
+    """Each plan that failed its audit (:func:`optimizer.studies.whatif.audit_failures`'s lines) on stderr, as the
+    internal error it is: a plan that disagrees with its model is a bug in gpuopt (the command exits 4)."""
+    for line in lines:
+        click.echo(f"internal error, please report: a plan failed its audit: {line}", err=True)
+
+
 def fail_usage(message: str) -> None:
     """Exit 2 with a usage message (for checks click cannot express)."""
     click.echo(f"error: {message}", err=True)

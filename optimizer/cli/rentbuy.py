@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import EXIT_INTERNAL, fail_usage
+from .common import EXIT_INTERNAL, echo_failed_audits, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import exit_code, solver_options
 
@@ -89,6 +89,5 @@ def rentbuy(problem, solver, time_limit, gap, threads, fmt, output, force, html_
         click.echo(f"wrote {write_html(rb.to_dict(), html_file, force)}", err=True)
     if not rb.mix.status.has_plan:
         click.echo(f"{rb.mix.status.value}: {rb.mix.result.message}", err=True)
-    for line in rb.audit_failures:  # a plan that disagrees with its model is a bug in gpuopt, as for solve
-        click.echo(f"internal error, please report: a plan failed its audit: {line}", err=True)
+    echo_failed_audits(rb.audit_failures)
     sys.exit(EXIT_INTERNAL if rb.audit_failures else exit_code(rb.mix.status))

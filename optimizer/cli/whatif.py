@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, fail_usage
+from .common import EXIT_INFEASIBLE, EXIT_INTERNAL, EXIT_OK, EXIT_SOLVER, echo_failed_audits, fail_usage
 from .overlay_options import overlay_options, parallel_options
 from .solve import solver_options
 
@@ -32,8 +32,7 @@ def worst_exit(statuses, audits=()) -> int:
     from ..studies.whatif import audit_failures
 
     failed = audit_failures(audits)
-    for line in failed:
-        click.echo(f"internal error, please report: a plan failed its audit: {line}", err=True)
+    echo_failed_audits(failed)
     if failed:
         return EXIT_INTERNAL
     sts = [Status(s) for s in statuses]

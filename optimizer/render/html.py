@@ -14,8 +14,6 @@ import io
 import math
 from collections.abc import Iterable
 
-from ..vocabulary import PRICING_KINDS
-
 #: the kinds of result a page can show, recognised by their keys
 KINDS = ("solve", "whatif", "scenarios", "sweep", "rentbuy")
 
@@ -294,15 +292,17 @@ def _whatif_sections(d: dict) -> list[str]:
 
 def _failed_audits(lines: list[str]) -> list[str]:
     """A banner naming every plan that failed its audit (a bug in gpuopt), or nothing."""
+    from ..studies.whatif import AUDIT_HEADING
+
     if not lines:
         return []
-    return ['<p class="bad">Audit FAILED (a bug in gpuopt: these plans disagree with their model): '
+    return [f'<p class="bad">{_e(AUDIT_HEADING)}: '
             + _e("; ".join(lines[:10])) + (f"; and {len(lines) - 10} more" if len(lines) > 10 else "") + "</p>"]
 
 
 def _scenario_sections(d: dict) -> list[str]:
     """Scenarios side by side (``gpuopt whatif P`` with scenarios): objectives, gaps, costs by kind, mixes."""
-    from ..studies.whatif import GAP_NOTE, audit_failures, gap_text, mix_text
+    from ..studies.whatif import GAP_NOTE, audit_failures, scenario_records
 
     cur = d.get("currency", "")
     rows = d["scenarios"]
@@ -312,16 +312,7 @@ def _scenario_sections(d: dict) -> list[str]:
         out.append("<h2>Objective per scenario</h2>")
         out.append(_bars("scenarios", [r["name"] for r in ok], [r["objective"] for r in ok],
                          "Objective per scenario (the base first)", cur))
-    kinds = [k for k in PRICING_KINDS if any(k in (r.get("by_pricing") or {}) for r in rows)]
-    table = []
-    for r in rows:
-        rec = {"name": r.get("name"), "status": r.get("status"), "objective": r.get("objective"),
-               "gap": gap_text(r.get("gap")), "total_cost": r.get("total_cost")}
-        rec.update({k: (r.get("by_pricing") or {}).get(k, 0.0) if r.get("objective") is not None else None
-                    for k in kinds})
-        rec["mix"] = mix_text(r.get("mix") or {})
-        table.append(rec)
-    out.append(f"<h2>Scenarios side by side ({_e(cur)})</h2>" + _table(table))
+    out.append(f"<h2>Scenarios side by side ({_e(cur)})</h2>" + _table(scenario_records(rows)))
     if any(r.get("status") == "feasible" for r in rows):
         out.append(f"<p>{_e(GAP_NOTE)}</p>")
     described = [r for r in rows if r.get("description")]

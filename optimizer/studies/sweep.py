@@ -551,18 +551,12 @@ def break_text(bp: dict) -> str:
     return f"{head}: " + ", ".join(parts)
 
 
-def _kinds(pts: list[dict]) -> list[str]:
-    from ..vocabulary import PRICING_KINDS
-
-    return [k for k in PRICING_KINDS if any(k in (p.get("by_pricing") or {}) for p in pts)]
-
-
 def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> pd.DataFrame:
     """One row per point: the values, status, objective (with its proven gap where some point stopped on a time
     limit), total cost, cost per pricing kind, mix."""
-    from .whatif import gap_text, mix_text
+    from .whatif import gap_text, mix_text, pricing_kinds_in
 
-    kinds = _kinds(pts)
+    kinds = pricing_kinds_in(pts)
     offerings = sorted({o for p in pts for o in p["mix"]})
     stopped = any(p["status"] == "feasible" for p in pts)
     rows = []
@@ -584,7 +578,7 @@ def points_frame(dims: list[Dimension], pts: list[dict], units: bool = True) -> 
 def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], currency: str, header: str) -> str:
     df = points_frame(dims, pts, units=False).drop(columns=["index"])
     from ..render.report import fit_table, wrap_long
-    from .whatif import GAP_NOTE
+    from .whatif import GAP_NOTE, audit_section
 
     lines = [header, fit_table(df, keys=len(dims)), ""]
     if "gap" in df.columns:
@@ -598,12 +592,7 @@ def render_table(dims: list[Dimension], pts: list[dict], bps: list[dict], curren
     if bad:
         lines += ["", f"{len(bad)} point(s) without a plan, e.g. point {bad[0]['index']}: "
                       f"{bad[0]['status']}: {bad[0]['message']}"]
-    from .whatif import audit_failures
-
-    failed = audit_failures((f"point {p['index']}", p["audit"]) for p in pts)
-    if failed:
-        lines += ["", "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"]
-        lines += ["  " + f for f in failed]
+    lines += audit_section((f"point {p['index']}", p["audit"]) for p in pts)
     return wrap_long("\n".join(lines) + "\n")
 
 

@@ -426,17 +426,28 @@ def side_by_side_rows(results: list[tuple[Change, dict]]) -> list[dict]:
             for ch, res in results]
 
 
-def render_side_by_side(rows: list[dict], currency: str) -> str:
-    kinds = [k for k in PRICING_KINDS if any(k in r["by_pricing"] for r in rows)]
-    table = []
+def pricing_kinds_in(rows: list[dict]) -> list[str]:
+    """The pricing kinds some row's plan pays (its ``by_pricing``), in the vocabulary's order."""
+    return [k for k in PRICING_KINDS if any(k in (r.get("by_pricing") or {}) for r in rows)]
+
+
+def scenario_records(rows: list[dict]) -> list[dict]:
+    """The side-by-side table, one record per :func:`summary` row: name, status, objective, gap (as the tables
+    show it), total cost, the cost of each pricing kind some row pays (None without a plan), the mix as text.
+    The terminal table and the HTML page both show these."""
+    kinds = pricing_kinds_in(rows)
+    out = []
     for r in rows:
         rec = {"name": r["name"], "status": r["status"], "objective": r["objective"], "gap": gap_text(r.get("gap")),
                "total_cost": r["total_cost"]}
-        for k in kinds:
-            rec[k] = r["by_pricing"].get(k, 0.0) if r["by_pricing"] else None
+        rec.update({k: r["by_pricing"].get(k, 0.0) if r["objective"] is not None else None for k in kinds})
         rec["mix"] = mix_text(r["mix"])
-        table.append(rec)
-    df = pd.DataFrame(table)
+        out.append(rec)
+    return out
+
+
+def render_side_by_side(rows: list[dict], currency: str) -> str:
+    df = pd.DataFrame(scenario_records(rows))
     lines = [f"Scenarios side by side ({currency}; mix = units per offering)",
              df.to_string(index=False, float_format=lambda v: f"{v:,.2f}", na_rep="-")]
     if any(r["status"] == "feasible" for r in rows):
@@ -447,10 +458,7 @@ def render_side_by_side(rows: list[dict], currency: str) -> str:
     bad = [f"  {r['name']}: {r['status']}: {r['message']}" for r in rows if r["objective"] is None]
     if bad:
         lines += ["", "No plan"] + bad
-    failed = audit_failures((r["name"], r.get("audit")) for r in rows)
-    if failed:
-        lines += ["", "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"]
-        lines += [f"  {line}" for line in failed]
+    lines += audit_section((r["name"], r["audit"]) for r in rows)
     return "\n".join(lines) + "\n"
 
 
@@ -472,6 +480,17 @@ def audit_failures(named) -> list[str]:
     return [f"{name}: {len(v)} violation(s); first: {v[0]}" for name, v in named if v]
 
 
+#: above the plans that failed their audit, in every table and page that lists several plans
+AUDIT_HEADING = "Audit FAILED (a bug in gpuopt: these plans disagree with their model)"
+
+
+def audit_section(named) -> list[str]:
+    """The lines a terminal table ends with when some of its plans failed their audit (:func:`audit_failures`
+    of ``named``), after a blank line; none when every plan passed."""
+    failed = audit_failures(named)
+    return ["", AUDIT_HEADING, *(f"  {line}" for line in failed)] if failed else []
+
+
 # ---------------------------------------------------------------------------
 # scenarios side by side
 
@@ -488,7 +507,7 @@ class SideBySide:
     def frame(self) -> pd.DataFrame:
         """One row per scenario, the base first: name, status, objective, bound, gap, total cost, the cost per
         pricing kind (``cost_<kind>``), the mix as text and the number of audit violations."""
-        kinds = [k for k in PRICING_KINDS if any(k in r["by_pricing"] for r in self.rows)]
+        kinds = pricing_kinds_in(self.rows)
         out = []
         for r in self.rows:
             rec = {k: r[k] for k in ("name", "status", "objective", "bound", "gap", "total_cost")}
@@ -538,13 +557,13 @@ def solve_scenarios(raw: dict, file: str, named: list[Change], solver: str, time
         results = run_tasks(tasks, workers=workers, executor=executor, scheduler=scheduler,
                             progress=Progress(len(tasks), label="scenarios"), lend=lend)
     else:
-        results = _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend)
+        results = _handed_over(tasks, base, gap, workers, executor, scheduler, lend)
     rows = side_by_side_rows([(ch, {k: v for k, v in res.items() if k != "index"})
                               for ch, res in zip(changes, results)])
     return SideBySide(raw.get("name", "problem"), base.currency, base.catalog_version, rows)
 
 
-def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> list[dict]:
+def _handed_over(tasks, base_problem: Problem, gap, workers, executor, scheduler, lend) -> list[dict]:
     """The base, then the scenarios side by side from its plan; the base again from theirs where one beats it.
 
     Under a time limit a search may stop above a plan another side holds,
@@ -572,8 +591,7 @@ def _handed_over(tasks, raw, file, gap, workers, executor, scheduler, lend) -> l
     rest = solved([{**t, "known": [ours]} if ours is not None else t for t in tasks[1:]], "scenarios")
     theirs = [p for p in (point(r) for r in rest) if p is not None]
     if theirs:
-        problem = build(raw, file)
-        model = models_of_structure(problem).build(problem)
+        model = models_of_structure(base_problem).build(base_problem)
         if beating(theirs, model.mip, cost, gap):
             (base,) = solved([{**tasks[0], "known": ([ours] if ours is not None else []) + theirs}], "base again")
             point(base)
