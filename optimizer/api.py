@@ -115,16 +115,16 @@ def solve(problem: str | Path | Problem, *, solver: str = DEFAULT_SOLVER, time_l
     from .executors import solve_executor
     from .model.reprice import models_of_structure
     from .pipeline import run
-    from .plan import Plan
 
     pr = _problem(problem, sets, scales, overrides, kwargs)
     with solve_executor(executor, workers, scheduler) as pool:
         return run(pr, solver=solver, time_limit=time_limit, gap=gap, threads=threads, executor=pool,
-                   known=[_known(k) for k in known if not (isinstance(k, Plan) and k.point() is None)],
+                   known=[p for p in map(_known, known) if p is not None],
                    models=models_of_structure(pr))
 
 
-def _known(k: Plan | NamedPoint | np.ndarray) -> NamedPoint | np.ndarray:
+def _known(k: Plan | NamedPoint | np.ndarray) -> NamedPoint | np.ndarray | None:
+    """A known plan as the pipeline takes it: a Plan by name (None without a plan), a point as it is."""
     import numpy as np
 
     from .model.mip import NamedPoint

@@ -18,11 +18,10 @@ import pandas as pd
 
 from .candidates import Candidates
 from .load import Problem
-from .vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR
 from .model.formulation import (COMMITTED_KINDS, HOURLY, ModelData, after_horizon_months, term_block,
                                 discount_factors, horizon_end_month, monthly_flow_pv, positions)
 from .model.mip import MIP, NamedPoint
-from .vocabulary import PAY_PER_HOUR
+from .vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR, PAY_PER_HOUR
 from .model.presolve import Model
 from .solve.driver import known_plan
 from .solve.result import SolveResult, Status

@@ -151,6 +151,14 @@ def _spy_runs(monkeypatch) -> list:
     return calls
 
 
+def _handed_to_scenario(calls: list) -> tuple:
+    """The scenario's arrays (the second run of ``calls``, :func:`_spy_runs`) and the one plan it was handed, read
+    in its model."""
+    (handed,) = calls[1][0]
+    scenario = calls[1][1]
+    return scenario.mip.arrays(), scenario.mip.point_from(handed)
+
+
 def test_a_change_of_prices_starts_the_scenario_from_the_base_plan(tmp_path, monkeypatch):
     # The toy's optimum (22,500, worked by hand in test_whatif_toy.py) rents one on-demand unit for the 100 h of
     # p1. At 1.5 times the on-demand price that plan costs 22,500 + 40 x 100 = 26,500, so the scenario, started
@@ -173,9 +181,8 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     # (22,500) is still one of it, at the same prices. The scenario's optimum puts the second spot unit in
     # place of the on-demand unit of p1: 22,500 - (80 - 45) x 100 = 19,000.
     r = _solve_change(tmp_path, sets=["offerings[spot].max_units=2"])
-    (handed,) = calls[1][0]
-    scenario = calls[1][1]
-    used = driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs")
+    a, x = _handed_to_scenario(calls)
+    used = driver.known_plan(a, [x], "highs")
     assert used is not None and used.objective == pytest.approx(22_500)
     assert r.scenario.objective == pytest.approx(19_000)
     assert_audited(r.base)
@@ -185,9 +192,8 @@ def test_a_change_of_structure_hands_the_base_plan_over_where_it_is_a_plan_of_th
     # Twice the demand: the base's plan, handed over, serves half of chat's 20 rps in p1, so it breaks the
     # scenario's demand rows and the scenario searches without it.
     r = _solve_change(tmp_path, scales=["demand:2"])
-    (handed,) = calls[1][0]
-    scenario = calls[1][1]
-    assert driver.known_plan(scenario.mip.arrays(), [scenario.mip.point_from(handed)], "highs") is None
+    a, x = _handed_to_scenario(calls)
+    assert driver.known_plan(a, [x], "highs") is None
     assert r.scenario.status.value == "optimal"
     assert_audited(r.base)
     assert_audited(r.scenario)
@@ -203,10 +209,7 @@ def test_less_demand_takes_the_base_plan_with_its_replicas_clipped(tmp_path, mon
 
     calls = _spy_runs(monkeypatch)
     r = _solve_change(tmp_path, scales=["demand:0.5"])
-    (handed,) = calls[1][0]
-    scenario = calls[1][1]
-    a = scenario.mip.arrays()
-    x = scenario.mip.point_from(handed)
+    a, x = _handed_to_scenario(calls)
     assert any(v.startswith("bound of inference-replicas") for v in violations(a, x))  # not a plan as it is
     used = driver.known_plan(a, [x], "highs")
     assert used is not None and used.objective == pytest.approx(22_500)

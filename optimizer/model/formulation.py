@@ -33,10 +33,9 @@ import pandas as pd
 
 from ..candidates import Candidates
 from ..load import Problem, provider_allowed
-from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR
+from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR, PAY_PER_HOUR
 from .expr import Expr, lin, rhs_table
 from .mip import MIP
-from ..vocabulary import PAY_PER_HOUR
 
 #: pricing kinds whose units are rented period by period (or hour by hour for training)
 #: pricing kinds whose units are committed for a term or bought

@@ -42,12 +42,11 @@ from ..model.formulation import discount_factors, horizon_end_month, owned_unit_
 from ..model.mip import NamedPoint
 from ..model.reprice import Models, candidates_digest, models_in_this_process
 from ..load import Problem
-from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR
+from ..vocabulary import HOURS_PER_MONTH, HOURS_PER_YEAR, RENTED_OR_RESERVED
 from ..pipeline import run
 from ..plan import Plan
 from ..errors import InputError
 from ..executors import Inline
-from ..vocabulary import RENTED_OR_RESERVED
 
 #: Break-even capex is located to within this share of its value.
 CAPEX_TOLERANCE = 0.005
@@ -310,8 +309,10 @@ class Solves:
 
     def _audited(self, future) -> None:
         # a solve that raised raises again where its result is asked for; here only the plans are read
-        if future.exception() is None and future.result()[0].audit:
-            self.failed_audits.append(list(future.result()[0].audit))
+        if future.exception() is None:
+            plan = future.result()[0]
+            if plan.audit:
+                self.failed_audits.append(list(plan.audit))
 
     def _release(self, _future) -> None:
         with self._gate:

@@ -36,7 +36,6 @@ from ...vocabulary import DEFAULT_SOLVER
 from ..result import SolveResult, Status, relative_gap
 
 
-
 def _cbc(mip, **kw):
     from .pulp_backend import solve_pulp
 
