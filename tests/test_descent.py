@@ -123,3 +123,27 @@ def test_on_the_heuristics_path_the_descent_chooses_what_is_fixed(tmp_path, monk
     patch_driver(monkeypatch, "HEURISTICS_DESCENT_SHARE", 0.0)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
     assert "descent" not in r.message and "configurations fixed to those the LP relaxation uses most" in r.message
+
+
+def test_a_guide_stopped_short_of_its_gap_hands_its_choice_to_the_descent(tmp_path, monkeypatch):
+    # under a limit, the model without stability limits stops before its gap (forced here): its plan puts chat
+    # on B in p2, where most traffic is (A in p1, B in p2: 100 + 600 = 700), so the configuration it uses most is
+    # B (1,200 as a stable plan). The descent from that choice moves chat to A (1,100), and the fixed path starts
+    # from there; the bound stays the model without limits'
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    real = driver.backend_solve
+
+    def guide_short(mip, *args, **kw):
+        r = real(mip, *args, **kw)
+        if kw.get("gap") == driver.GUIDE_GAP and r.status == Status.OPTIMAL:  # the guide: as if on its limit
+            r.status = Status.FEASIBLE
+        return r
+
+    patch_driver(monkeypatch, "backend_solve", guide_short)
+    lp = driver.relaxation(model, "highs")
+    r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
+    assert_plan_audited(model, r)
+    assert r.objective == pytest.approx(1_100)
+    assert ("the descent over the configurations (1,100.00 after 3 LPs and 1 change" in r.message
+            and "from the configurations the plan without stability limits uses most" in r.message)
+    assert "configurations fixed to those the descent over the configurations uses most" in r.message

@@ -542,9 +542,9 @@ def test_fixed_configurations_give_a_stable_plan_and_the_time_left_improves_it(t
 
 def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whole_model(tmp_path, monkeypatch):
     # With search=True (a model whose LP is cheap next to the limit) the back end searches the restriction
-    # itself instead of fix-and-optimize rounds: B fixed in both periods, whose optimum is 1,200 (600 + 600).
-    # That search ends before the limit, so the whole stable model gets the time left, started from 1,200,
-    # and finds and proves A in both periods, 1,100.
+    # itself after one cycle of fix-and-optimize rounds (not cycles with passes over the periods): B fixed in
+    # both periods, whose optimum is 1,200 (600 + 600). That search ends before the limit, so the whole stable
+    # model gets the time left, started from 1,200, and finds and proves A in both periods, 1,100.
     from optimizer.solve import driver
 
     model, a, unlimited = flip_unlimited(tmp_path)
@@ -558,10 +558,17 @@ def test_a_searchable_restriction_is_searched_and_the_time_left_goes_to_the_whol
         return out
 
     spy_on_solves(monkeypatch, spy)
-    patch_driver(monkeypatch, "polish", lambda *args, **kw: pytest.fail("no rounds when the back end searches"))
+    cycles = []
+
+    def rounds(mip, arrays, x, *args, **kw):  # the rounds' own solves are not the path's: only their count
+        cycles.append(kw.get("cycles"))
+        return x, []
+
+    patch_driver(monkeypatch, "polish", rounds)
     r = fixed.fixed_configurations(model, a, unlimited.x, "highs", 30.0, 1e-9, None, unlimited.bound, 0.0,
                                      search=True)
     assert_plan_audited(model, r)
+    assert cycles == [1]  # one cycle, before the search
     assert calls[0] == (False, np.inf, pytest.approx(1_200))  # the restriction's first plan
     assert calls[1] == (True, None, pytest.approx(1_200))  # its search, from that plan: nothing cheaper
     assert calls[2] == (True, None, pytest.approx(1_100))  # the whole stable model, from it
@@ -1170,9 +1177,10 @@ def test_one_thread_asked_for_means_no_search_beside(tmp_path, monkeypatch):
 
 def test_a_stage_without_limits_stopped_on_the_limit_hands_a_searchable_model_on(tmp_path, monkeypatch):
     # The model without stability limits stopped on the limit (stood in for: its result relabelled
-    # FEASIBLE) while the LP took a small share of it: the configurations are fixed to those its plan uses
-    # most and the back end searches that restriction (search=True). With the LP's share large, the
-    # rounds instead (search=False: test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages).
+    # FEASIBLE) while the LP took a small share of it: the descent over the configurations starts from those
+    # its plan uses most, the configurations the descent reaches are fixed, and the back end searches that
+    # restriction (search=True). With the LP's share large, the rounds instead (search=False:
+    # test_a_model_whose_lp_takes_a_large_share_of_the_limit_skips_the_stages).
     import dataclasses
 
     from optimizer.solve import driver
@@ -1192,8 +1200,9 @@ def test_a_stage_without_limits_stopped_on_the_limit_hands_a_searchable_model_on
     spy_on_solves(monkeypatch, spy)
     handed = spy_on_fixed_path(monkeypatch)
     r = driver.solve_stable(model, "highs", 30.0, 1e-9, None, guide=lp.x, lp_seconds=0.01)
-    assert handed == [("the plan without stability limits", True)]
+    assert handed == [("the descent over the configurations", True)]
     assert r.objective == pytest.approx(1_100)
+    assert "from the configurations the plan without stability limits uses most" in r.message
     assert "then searched with those configurations fixed" not in r.message  # its first plan is its optimum
 
 

@@ -191,7 +191,7 @@ def test_a_pass_over_the_periods_follows_every_cycle_of_rounds(tmp_path, monkeyp
     assert objective(a, x34) == pytest.approx(34_000) and objective(a, x26) == pytest.approx(26_000)
     calls, gpus = [], []
 
-    def rounds(mip, arrays, x, solver, time_limit, threads, cycles=None, gpu_of=None):
+    def rounds(mip, arrays, x, solver, time_limit, threads, cycles=None, gpu_of=None, least=1.0):
         calls.append(("rounds", cycles))
         gpus.append(gpu_of)
         return (x34 if objective(a, x) > 34_000 + 1 else x), [{"round": "units"}]

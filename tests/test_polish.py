@@ -58,6 +58,32 @@ def test_the_units_round_returns_idle_units(tmp_path):
     assert objective(a, better) == pytest.approx(1_100) and not violations(a, better)
 
 
+def test_a_round_starts_with_less_than_a_second_where_the_model_is_small_enough(tmp_path):
+    # FLIP's plan with an idle H100 node in p1 (1,700, as above), 0.9 s to improve it: with a second as the
+    # least a round needs (a large model's) nothing starts; with a tenth (driver.stage_least of a small model's
+    # LP), the units round gives the 600 back
+    model = flip_model(tmp_path)
+    mip, a = model.mip, model.mip.arrays()
+    x = backend_solve(mip, "highs", gap=1e-9).x.copy()
+    y = mip.values("units-running", x)
+    x[mip.variables["units-running"].ids[((y["offering"] == "h100") & (y["period"] == "p1")).to_numpy()][0]] = 1.0
+    assert objective(a, x) == pytest.approx(1_700)
+    same, log = pol.polish(mip, a, x, "highs", time_limit=0.9, least=1.0)
+    assert log == [] and np.array_equal(same, x)
+    better, log = pol.polish(mip, a, x, "highs", time_limit=0.9, least=0.1)
+    assert log[0]["round"] == "units" and objective(a, better) == pytest.approx(1_100) and not violations(a, better)
+
+
+def test_the_least_seconds_of_a_step_follow_the_lp_between_a_tenth_and_a_second():
+    from optimizer.solve.driver import STAGE_LPS, stage_least
+
+    assert STAGE_LPS == 2.0
+    assert stage_least(0.07) == pytest.approx(0.14)  # q3's LP on a slow machine
+    assert stage_least(0.3) == pytest.approx(0.6)
+    assert stage_least(9.0) == 1.0  # bench x1's: a large model keeps the second
+    assert stage_least(0.001) == 0.1  # a toy's: never below a back end's set-up
+
+
 def flip_west(tmp_path):
     """FLIP with a second L4 offering in another region at half the price, and its plan held to the first L4
     offering: 1 replica in p1 and 10 in p2, 100 h each at 1 $/h, 1,100 (the optimum here: 11 × 100 × 0.5 = 550)."""
@@ -222,3 +248,31 @@ def test_a_heuristic_plan_names_the_lp_relaxation_once_as_its_bound(tmp_path, mo
     assert r.status == Status.FEASIBLE and r.objective == pytest.approx(1_200) and not violations(a, r.x)
     assert_plan_audited(model, r)
     assert r.message.endswith("(the bound is that of the LP relaxation)")
+
+
+def test_on_the_search_path_a_cycle_of_rounds_comes_before_the_search(tmp_path, monkeypatch):
+    # FLIP's configurations fixed where its optimum has them (L4: 1 unit in p1, 10 in p2, 1,100), and the first
+    # plan of that restriction made to be its optimum with an idle H100 node held in p1 (1,700, as above). A cycle
+    # of rounds gives the node back (its units round) before the restriction's search starts, and says so;
+    # without that cycle (share 0) the search itself finds the 1,100
+    model = flip_model(tmp_path)
+    mip, a = model.mip, model.mip.arrays()
+    best = backend_solve(mip, "highs", gap=1e-9).x
+    poor = best.copy()
+    y = mip.values("units-running", poor)
+    poor[mip.variables["units-running"].ids[((y["offering"] == "h100") & (y["period"] == "p1")).to_numpy()][0]] = 1
+    assert objective(a, poor) == pytest.approx(1_700) and not violations(a, poor)
+    monkeypatch.setattr(fixed, "first_plans",
+                        lambda *args, **kw: (SolveResult(Status.FEASIBLE, "highs", objective=1_700.0, x=poor), "",
+                                             0.0))
+    r = fixed.fixed_configurations(model, a, best, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+                                   least=0.1)
+    assert_plan_audited(model, r)
+    assert r.objective == pytest.approx(1_100)
+    assert "then a cycle of fix-and-optimize rounds from 1,700.00" in r.message
+    assert "then searched with those configurations fixed" not in r.message  # nothing cheaper left for it
+    monkeypatch.setattr(fixed, "SEARCH_ROUNDS_SHARE", 0.0)
+    r = fixed.fixed_configurations(model, a, best, "highs", 30.0, 1e-9, None, 700.0, 0.0, search=True,
+                                   least=0.1)
+    assert r.objective == pytest.approx(1_100) and "rounds" not in r.message
+    assert "then searched with those configurations fixed, from 1,700.00" in r.message

@@ -154,6 +154,28 @@ GUIDE_MAX_LP_SHARE = 0.01
 #: 60-s limit, where its bound and duals beat the monthly ones (by 1.3 % on standard); on a machine busy enough to
 #: nearly double that time, the monthly model takes over
 LP_MAX_SHARE = 0.25
+#: a step of the fixed-configuration path after its first plan (the re-commit, a round, a pass over the periods, a
+#: search) starts only with at least this many times the LP relaxation's seconds left, and never needs more than a
+#: second or less than a tenth (:func:`stage_least`)
+STAGE_LPS = 2.0
+
+
+def stage_least(lp_seconds: float) -> float:
+    """The fewest seconds a step of the fixed-configuration path is started with: :data:`STAGE_LPS` times what the
+    model's LP relaxation took, at most one second.
+
+    A step solves a restriction of the model, whose LP is no larger than the
+    whole model's, so a step given less than that time ends in the solver's
+    set-up. Until 2026-11-29 every step needed a whole second, which on q3
+    (LP 0.05–0.1 s) left a 2-s run on its first plan with 0.8 s unused
+    (605,363 against the 100,850 a cycle of rounds reaches in 0.13 s;
+    docs/performance.md, "The last second of a short limit"). On a large
+    model (bench ×1: LP 9 s) the second stays; on a tiny one a tenth of a
+    second, about what a back end takes to set a model up.
+    """
+    return min(1.0, max(0.1, STAGE_LPS * lp_seconds))
+
+
 def lp_took_too_long(time_limit: float | None, lp_seconds: float) -> bool:
     """Did the LP relaxation take more than :data:`STAGES_MAX_LP_SHARE` of the limit (``time_limit``: the
     seconds left after it)? Then no MIP of the model's size is solved in a share of the limit, and the heuristics
@@ -471,11 +493,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
+    least = stage_least(lp_seconds)
     if heuristics_only(model, time_limit, lp_seconds, relaxed):
-        return _from_the_lp(model, a, guide, solver, time_limit, gap, threads, executor, relaxed)
+        return _from_the_lp(model, a, guide, solver, time_limit, gap, threads, executor, relaxed, least)
     if time_limit is not None and too_wide_to_split(model):
         return _from_the_configuration_relaxation(model, a, guide, solver, time_limit, gap, threads, executor,
-                                                  duals, t0)
+                                                  duals, t0, least)
     ids = mip.variables["config-used"].ids
 
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
@@ -510,10 +533,17 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     if time_limit is not None and first.status != Status.OPTIMAL:
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         x = first.x if first.status.has_plan else guide
-        return fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, first.solve_seconds,
-                                     source="the plan without stability limits" if first.status.has_plan
-                                     else "the LP relaxation", lp_x=guide, executor=executor, search=True,
-                                     root=first.root_bound, duals=duals)
+        source = "the plan without stability limits" if first.status.has_plan else "the LP relaxation"
+        descent = _descent(model, a, x, HEURISTICS_DESCENT_SHARE * left)
+        said, spent = [], first.solve_seconds
+        if descent is not None:
+            x, said, spent = descent.x, [f"{_descent_said(descent)}, from the configurations {source} uses most"], \
+                spent + descent.seconds
+            left = max(1.0, time_limit - (time.perf_counter() - t0))
+        return fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, spent,
+                                     source=source if descent is None else DESCENT, lp_x=guide, executor=executor,
+                                     search=True, root=first.root_bound, duals=duals, least=least, said=said,
+                                     bound_of=None if descent is None else "the plan without stability limits")
     breaks = first.status.has_plan and not over_one(configuration_use(model, first.x)).empty
     fallback = None
     if time_limit is not None and breaks:
@@ -524,7 +554,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
                                          max(1.0, time_limit - (time.perf_counter() - t0)), gap, threads,
                                          first.bound, first.solve_seconds,
                                          source="the plan without stability limits", lp_x=guide, executor=executor,
-                                         search=True, root=first.root_bound, duals=duals)
+                                         search=True, root=first.root_bound, duals=duals, least=least)
         # a stable plan in hand before the split, returned if no leaf finds a cheaper one in the time; searched
         # for at most the guide's time (a restriction's first plan comes far sooner: x0.25 0.2 s, against 20 s)
         fallback = first_plans(model, fixed_to_most_used(model, a, first.x, guide), first.x, guide,
@@ -545,7 +575,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         return fixed_configurations(model, a, first.x, solver, left, gap, threads, first.bound,
                                      first.solve_seconds, source="the plan without stability limits",
                                      lp_x=guide, executor=executor, search=True, root=first.root_bound,
-                                     duals=duals)
+                                     duals=duals, least=least)
     if guide_gap > gap and first.status.has_plan:
         # no split: the plan without limits must prove by itself (stages 2 and 3 aim at its bound), so it
         # is solved on to the requested gap, from the guide
@@ -594,7 +624,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
 
 
 def _from_the_lp(model: Model, a, guide: np.ndarray | None, solver: str, time_limit: float, gap: float,
-                 threads: int | None, executor, relaxed: Relaxation) -> SolveResult:
+                 threads: int | None, executor, relaxed: Relaxation, least: float = 1.0) -> SolveResult:
     """The heuristics' path (:func:`heuristics_only`): no stage before the fixed-configuration path, whose
     configurations come from the descent over the configurations from the LP relaxation's choice (``guide``), in
     :data:`HEURISTICS_DESCENT_SHARE` of ``time_limit``; from the monthly model's point itself where that stands
@@ -606,12 +636,12 @@ def _from_the_lp(model: Model, a, guide: np.ndarray | None, solver: str, time_li
     return fixed_configurations(model, a, x, solver, time_limit if descent is None else
                                  max(1.0, time_limit - spent), gap, threads, None, spent, source=source,
                                  lp_x=guide, executor=executor, relaxed=relaxed, said=said,
-                                 bound_of=relaxed.value)
+                                 bound_of=relaxed.value, least=least)
 
 
 def _from_the_configuration_relaxation(model: Model, a, guide: np.ndarray | None, solver: str, time_limit: float,
                                        gap: float, threads: int | None, executor, duals: np.ndarray | None,
-                                       t0: float) -> SolveResult:
+                                       t0: float, least: float = 1.0) -> SolveResult:
     """A model no class of which the exact split can take, under a time limit: the configuration relaxation
     (started from the descent's point) chooses the configurations to fix and gives the bound, the same relaxation
     with whole units (then the model without limits) runs beside for a better bound, and the fixed-configuration
@@ -654,7 +684,7 @@ def _from_the_configuration_relaxation(model: Model, a, guide: np.ndarray | None
                                    source=source,
                                    lp_x=guide, executor=executor, search=True, root=first.root_bound,
                                    busy=held, duals=duals, shared=shared, said=said,
-                                   bound_of="the configuration relaxation")
+                                   bound_of="the configuration relaxation", least=least)
     if held is not None:
         # a proven plan needs no more bound: the relaxations stop; otherwise they run to the limit
         held_bound(result, held.result(stop=result.status == Status.OPTIMAL), gap)

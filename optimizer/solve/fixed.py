@@ -4,10 +4,12 @@ Each request class is fixed to the configurations a point uses most (the
 plan without stability limits, the configuration relaxation's, the
 descent's or the LP relaxation's): a restriction of the stable model, so
 every plan it has is a stable plan. Its first plan comes from the guesses
-of :func:`first_plans`, side by side; then the back end's search of the
-restriction, widened one configuration per class at a time while it proves
-(where the LP was fast), or fix-and-optimize rounds with passes over the
-periods (where it was not); then the whole stable model with what is left.
+of :func:`first_plans`, side by side; then, where the LP was fast, one cycle
+of fix-and-optimize rounds and the back end's search of the restriction,
+widened one configuration per class at a time while it proves, or, where it
+was not, fix-and-optimize rounds with passes over the periods; then the
+whole stable model with what is left. No step starts with less than the
+model's least (:func:`optimizer.solve.driver.stage_least`).
 Meanwhile the CPU beside searches for a bound (:mod:`optimizer.solve.beside`).
 :func:`fixed_configurations` is the path; docs/performance.md measures it
 ("One path for every large model", "Widening the restriction", "A pass
@@ -38,6 +40,10 @@ from .split import COMMITMENTS, configuration_use, configurations_fixed
 #: (:mod:`optimizer.solve.period_polish`) may use: the re-commit before the fix-and-optimize rounds, and the pass
 #: after each cycle of them, before the whole stable model gets the rest
 PERIOD_SHARE = 0.5
+
+#: on the path that searches the restriction (``search``), the share of the time left after the first plan that one
+#: cycle of fix-and-optimize rounds may take before the search starts from its plan (0: none)
+SEARCH_ROUNDS_SHARE = 0.25
 
 #: when a first plan is made one period after the other (:func:`build_by_periods`),
 #: each period's MIP is solved to this gap: the period rounds improve the plan after (bench ×16: 102.07M in 60 s at
@@ -145,7 +151,8 @@ def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
 
 
 def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, deadline: float,
-                       threads: int | None, executor, rounds: bool, open_gap) -> tuple[np.ndarray, float, str]:
+                       threads: int | None, executor, rounds: bool, open_gap, least: float = 1.0
+                       ) -> tuple[np.ndarray, float, str]:
     """Improve the stable plan ``x`` (cost ``obj``) of the restriction ``a`` until ``deadline``.
 
     In cycles: with ``rounds``, one cycle of fix-and-optimize rounds
@@ -155,7 +162,8 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     The cycles go on while one lowers the cost by at least
     :data:`MIN_IMPROVEMENT` of it (without
     ``rounds``, the monthly model's path: by anything), the gap is open
-    (``open_gap``) and a second is left. With ``rounds`` a pass gets
+    (``open_gap``) and ``least`` seconds are left (a stage's fewest,
+    :func:`optimizer.solve.driver.stage_least`). With ``rounds`` a pass gets
     :data:`PERIOD_SHARE` of the time left (the whole stable model follows);
     without, all of it, since nothing after it gets anywhere.
 
@@ -178,16 +186,16 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
         cycle_start = obj
         if rounds:
             x, log = polish(model.mip, a, x, solver, deadline - time.perf_counter(), threads, cycles=1,
-                            gpu_of=gpu_of)
+                            gpu_of=gpu_of, least=least)
             n_rounds += len({r["round"] for r in log})  # a round searched in parts (by GPU) counts once
             obj = min(obj, objective(a, x))
         left = deadline - time.perf_counter()
-        if several and left >= 1.0 and open_gap(obj):
+        if several and left >= least and open_gap(obj):
             x, rec = polish_periods(model, a, x, PERIOD_SHARE * left if rounds else left, executor)
             passes, kept = passes + 1, kept + rec["improved"]
             obj = min(obj, rec["after"])
-        least = MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9) if rounds else 1e-9
-        if obj > cycle_start - least or deadline - time.perf_counter() < 1.0 or not open_gap(obj):
+        gain = MIN_IMPROVEMENT * max(abs(cycle_start), 1e-9) if rounds else 1e-9
+        if obj > cycle_start - gain or deadline - time.perf_counter() < least or not open_gap(obj):
             break
     if obj >= start - 1e-9:
         return x, obj, ""
@@ -260,7 +268,7 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                           root: float | None = None, busy: Beside | None = None,
                           relaxed: Relaxation = Relaxation.LP, duals: np.ndarray | None = None,
                           shared: Shared | None = None, said: Sequence[str] = (),
-                          bound_of: str | None = None) -> SolveResult:
+                          bound_of: str | None = None, least: float = 1.0) -> SolveResult:
     """A stable plan within ``time_limit`` for a model too large to search whole: fix, improve, search.
 
     1. The stable model with each request class fixed to the N
@@ -276,8 +284,12 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
        remains.
     2. That plan improved. With ``search`` (the caller's LP took at most
        :data:`~optimizer.solve.driver.STAGES_MAX_LP_SHARE` of the limit, so the back end can get
-       past its root in the time), by the back end's own search of the
-       restriction, started from it, with every second left; and, each time
+       past its root in the time), first by one cycle of fix-and-optimize
+       rounds in :data:`SEARCH_ROUNDS_SHARE` of the time left (the back
+       end's first incumbent is often far from good, and a search from it
+       may not get far in a short limit), then by the back end's own search
+       of the restriction, started from the best plan, with every second
+       left; and, each time
        a search proves its restriction's optimum before the limit, by the
        search of a wider one (:func:`_widened`: per class the N + k
        configurations ``x`` uses most, k = 1, 2, ..., the limit of N on),
@@ -314,7 +326,9 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
     ``said``: what the caller did before (the descent over the
     configurations), named first in the message; ``bound_of``: whose bound
     ``bound`` is, when not that of ``source`` (a descent chooses the
-    configurations but proves nothing).
+    configurations but proves nothing). ``least``: the fewest seconds a
+    step after the first plan is started with
+    (:func:`optimizer.solve.driver.stage_least`).
     """
     mip = model.mip
     search = search and x is not None  # without a point nothing is fixed: the final search is that search
@@ -368,7 +382,23 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                       if busy is None else
                       bound_beside(model, a, best_x, solver, left, gap, threads, deadline=t0 + time_limit,
                                     after=busy, shared=shared))
-        if search and left >= 1.0 and open_gap(best_obj):
+        if search and left >= least and open_gap(best_obj) and SEARCH_ROUNDS_SHARE:
+            # the first plan is the back end's first incumbent, often far from good (q3-profiled at 5 s: 412,382);
+            # one cycle of fix-and-optimize rounds takes it most of the way in a fraction of a second, where the
+            # restriction's search from it stopped at 209,739 (docs/performance.md, "The last second of a short
+            # limit")
+            t = time.perf_counter()
+            gpu_of = dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
+            rounded, _ = polish(mip, fixed, best_x, solver, SEARCH_ROUNDS_SHARE * left, threads, cycles=1,
+                                gpu_of=gpu_of, least=least)
+            seconds += time.perf_counter() - t
+            cost = objective(a, rounded)
+            if cost < best_obj - 1e-9:
+                steps.append(f"then a cycle of fix-and-optimize rounds from {best_obj:,.2f}")
+                best_x, best_obj = rounded, cost
+                shared.take(a, best_x, gap)
+            left = time_limit - (time.perf_counter() - t0)
+        if search and left >= least and open_gap(best_obj):
             # the restriction is small enough for the back end's search, whose heuristics work from its own
             # LP; the rounds only ever move one family at a time (q3 + default catalog at 60 s: 77,534
             # against 84,124 after the rounds; docs/performance.md). Its bound proves nothing for the
@@ -389,7 +419,7 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                 extra += 1
                 left = time_limit - (time.perf_counter() - t0)
                 wide = _widened(model, a, x, extra, then=lp_x)
-                if wide is None or left < 1.0:  # every configuration: the whole stable model, below
+                if wide is None or left < least:  # every configuration: the whole stable model, below
                     break
                 widened = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads,
                                         start=best_x, arrays=wide, stop=answered)
@@ -400,7 +430,7 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                     best_x, best_obj = widened.x, widened.objective
                     shared.take(a, best_x, gap)
                 proven = widened.status == Status.OPTIMAL
-        elif left >= 1.0 and open_gap(best_obj):
+        elif left >= least and open_gap(best_obj):
             if lp_x is not None:
                 t = time.perf_counter()
                 x_lp, rec = _commit_as_lp(model, fixed, best_x, lp_x, PERIOD_SHARE * left)
@@ -410,15 +440,15 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                                  f"re-solved against them, from {best_obj:,.2f}")
                     best_x, best_obj = x_lp, rec["after"]
         left = time_limit - (time.perf_counter() - t0)
-        if not search and left >= 1.0 and open_gap(best_obj):
+        if not search and left >= least and open_gap(best_obj):
             t = time.perf_counter()
             best_x, best_obj, said = _rounds_and_passes(model, fixed, best_x, best_obj, solver, t0 + time_limit,
-                                                        threads, executor, whole_fits, open_gap)
+                                                        threads, executor, whole_fits, open_gap, least)
             seconds += time.perf_counter() - t
             if said:
                 steps.append(said)
     else:
-        if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < 1.0:
+        if first.status != Status.INFEASIBLE and time_limit - (time.perf_counter() - t0) < least:
             # no plan and no time: the restriction's bounds prove nothing for the stable model, the caller's do
             return dataclasses.replace(first, solve_seconds=seconds, bound=bound, root_bound=root, gap=None)
         # the fixed choice was a guess (often the LP's): its infeasibility says nothing of the problem's
@@ -439,7 +469,7 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
                        else f", or that of {relaxed.bound_name}")
     # where the whole model is out of reach, the passes over the periods had its time; without a plan it is
     # still the last resort
-    if (whole_fits or best_obj is None) and left >= 1.0 and open_gap(best_obj) and not answered.is_set():
+    if (whole_fits or best_obj is None) and left >= least and open_gap(best_obj) and not answered.is_set():
         whole = backend_solve(mip, solver=solver, time_limit=left, gap=gap, threads=threads, start=best_x,
                               arrays=a, stop=answered)
         seconds += whole.solve_seconds
@@ -459,7 +489,7 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
     if not whole_fits and best_obj is not None and open_gap(best_obj):
         steps.append("the whole stable model not searched (its LP relaxation does not solve in the time): "
                      "a heuristic plan")
-    elif left < 1.0 and best_obj is not None and open_gap(best_obj):
+    elif left < least and best_obj is not None and open_gap(best_obj):
         steps.append("no time was left to search the whole stable model, with other configurations"
                      if search else "no time was left to search the whole stable model: a heuristic plan")
     cuts = []

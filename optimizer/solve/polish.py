@@ -123,8 +123,8 @@ def gpus_by_spend(mip: MIP, a: Arrays, gpu_of: Mapping[str, str], x: np.ndarray)
 
 
 def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, threads: int | None = None,
-           gap: float = 1e-4, cycles: int | None = None, gpu_of: Mapping[str, str] | None = None
-           ) -> tuple[np.ndarray, list[dict]]:
+           gap: float = 1e-4, cycles: int | None = None, gpu_of: Mapping[str, str] | None = None,
+           least: float = 1.0) -> tuple[np.ndarray, list[dict]]:
     """Improve the plan ``x`` of ``a`` by rounds of fix-and-optimize within ``time_limit`` seconds.
 
     At most ``cycles`` cycles of :data:`ROUNDS` (None: until a cycle gains
@@ -136,7 +136,9 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
     (``x`` itself if nothing was better) and one record per round or part:
     ``round``, ``part`` (the GPU model, or None), ``seconds``, ``before``,
     ``after`` (its objective, constant included) and the back end's
-    ``status``.
+    ``status``. ``least``: the fewest seconds a round or part is started
+    with (:func:`optimizer.solve.driver.stage_least`: a second on a large
+    model, less on a small one).
     """
     t0 = time.perf_counter()
     best = np.asarray(x, dtype=float)
@@ -147,15 +149,15 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
         cycle_start = best_obj
         for name, free in ROUNDS.items():
             left = time_limit - (time.perf_counter() - t0)
-            if left < 1.0:
+            if left < least:
                 return best, log
-            round_end = time.perf_counter() + max(1.0, ROUND_SHARE * left)
+            round_end = time.perf_counter() + max(least, ROUND_SHARE * left)
             parts = gpus_by_spend(mip, a, gpu_of, best) if gpu_of is not None and name in BY_GPU else [(None, 1.0)]
             for i, (gpu, spend) in enumerate(parts):
                 now = time.perf_counter()
-                # past the first part, the round ends when less than a second is left (the back ends' least
-                # limit): the parts left are those least spent on
-                if i and min(round_end - now, time_limit - (now - t0)) < 1.0:
+                # past the first part, the round ends when less than ``least`` is left: the parts left are those
+                # least spent on
+                if i and min(round_end - now, time_limit - (now - t0)) < least:
                     break
                 # the round's time left, shared among the parts left in proportion to what the plan spends on each
                 share = min((round_end - now) * spend / sum(v for _, v in parts[i:]), time_limit - (now - t0))
@@ -163,7 +165,7 @@ def polish(mip: MIP, a: Arrays, x: np.ndarray, solver: str, time_limit: float, t
                 if gpu is not None:
                     arrays = gpu_part(mip, arrays, gpu_of, gpu, best, free)
                 t = time.perf_counter()
-                r: SolveResult = backend_solve(mip, solver=solver, time_limit=max(1.0, share), gap=gap,
+                r: SolveResult = backend_solve(mip, solver=solver, time_limit=max(least, share), gap=gap,
                                                threads=threads, start=best, arrays=arrays)
                 log.append({"round": name, "part": gpu, "seconds": time.perf_counter() - t, "before": best_obj,
                             "after": r.objective if r.status.has_plan else None, "status": r.status.value})
