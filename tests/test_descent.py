@@ -80,6 +80,27 @@ def test_out_of_time_it_keeps_the_start(tmp_path):
     assert not d.local and d.changes == 0 and d.lps == 1 and d.value == pytest.approx(1_200)
 
 
+def test_out_of_time_inside_a_class_it_keeps_the_cheapest_tried(tmp_path, monkeypatch):
+    # started on B (1,200), chat's other configurations are tried in their order, A (1,100) then C (1,440). A
+    # clock that moves a second at each look, and a 1.5-s limit: A is tried (at 1 s), the time is up before C (at
+    # 2 s). A, cheaper than the start, is kept: one change, 1,100 after 2 LPs
+    from optimizer.solve import descent
+
+    class Clock:
+        now = -1.0
+
+        @classmethod
+        def perf_counter(cls):
+            cls.now += 1.0
+            return cls.now
+
+    monkeypatch.setattr(descent, "time", Clock)
+    model = model_of(tmp_path, copy.deepcopy(FLIP3))
+    d = choose_configurations(model, model.mip.arrays(), chosen(model, "H100"), use_of(model), 1.5)
+    assert not d.local and d.lps == 2 and d.changes == 1 and d.value == pytest.approx(1_100)
+    assert configs(model)["config"][d.keep].str.startswith("L4").all() and d.keep.sum() == 1
+
+
 def test_a_class_is_tried_again_only_after_another_changed(tmp_path):
     # FLIP3's chat twice (chat and chat2, the same offerings): started both on B, the least used class first
     # (chat2, by the use given) moves to A (1 + 2 LPs), then chat (2 LPs), after which chat2 is tried again

@@ -19,7 +19,8 @@ configurations is tried with the rest held, and the cheapest is kept if it
 is cheaper than the class's current one (the class's best answer to the
 others' choices). It ends when a whole pass over the classes changes
 nothing (no single change of one class lowers the value: a local optimum)
-or when its time is up. Each LP starts from the last one's basis
+or when its time is up; then the cheapest configuration tried so far in the
+class it was in is kept too, if it is cheaper. Each LP starts from the last one's basis
 (:func:`~optimizer.solve.backends.warm_relaxations`), HiGHS whatever the
 back end, as the split's option LPs do: a value is a value whoever computes
 it.
@@ -130,6 +131,13 @@ def choose_configurations(model: Model, a, keep: np.ndarray, use: pd.DataFrame,
                 if keep[r]:
                     continue
                 if out_of_time():
+                    # the class's answer so far, where it is cheaper, is a better point whatever the others
+                    # not tried (q3 at a 3-s limit: the time ran out inside the first class, whose L4 choice,
+                    # already solved, took the value from 115,919 to 81,275; docs/performance.md, "The last
+                    # second of a short limit")
+                    if answer is not None and answer[0] < best - 1e-7 * max(1.0, abs(best)):
+                        best, x, keep = answer
+                        changes += 1
                     return Descent(x, best, keep, count, changes, False, time.perf_counter() - t0)
                 trial = keep.copy()
                 trial[rows] = False
