@@ -74,7 +74,7 @@ def test_a_round_starts_with_less_than_a_second_where_the_model_is_small_enough(
     assert log[0]["round"] == "units" and objective(a, better) == pytest.approx(1_100) and not violations(a, better)
 
 
-def test_the_least_seconds_of_a_step_follow_the_lp_between_a_tenth_and_a_second():
+def test_the_least_seconds_of_a_step_follow_the_lp_between_a_tenth_and_a_second_with_highs():
     from optimizer.solve.driver import STAGE_LPS, stage_least
 
     assert STAGE_LPS == 2.0
@@ -82,6 +82,7 @@ def test_the_least_seconds_of_a_step_follow_the_lp_between_a_tenth_and_a_second(
     assert stage_least(0.3) == pytest.approx(0.6)
     assert stage_least(9.0) == 1.0  # bench x1's: a large model keeps the second
     assert stage_least(0.001) == 0.1  # a toy's: never below a back end's set-up
+    assert stage_least(0.07, "cbc") == stage_least(0.07, "scip") == 1.0  # a process of their own to start
 
 
 def flip_west(tmp_path):

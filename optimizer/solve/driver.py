@@ -160,9 +160,9 @@ LP_MAX_SHARE = 0.25
 STAGE_LPS = 2.0
 
 
-def stage_least(lp_seconds: float) -> float:
+def stage_least(lp_seconds: float, solver: str = DEFAULT_SOLVER) -> float:
     """The fewest seconds a step of the fixed-configuration path is started with: :data:`STAGE_LPS` times what the
-    model's LP relaxation took, at most one second.
+    model's LP relaxation took, at most one second; one second for a back end other than HiGHS.
 
     A step solves a restriction of the model, whose LP is no larger than the
     whole model's, so a step given less than that time ends in the solver's
@@ -171,8 +171,13 @@ def stage_least(lp_seconds: float) -> float:
     (605,363 against the 100,850 a cycle of rounds reaches in 0.13 s;
     docs/performance.md, "The last second of a short limit"). On a large
     model (bench ×1: LP 9 s) the second stays; on a tiny one a tenth of a
-    second, about what a back end takes to set a model up.
+    second, about what HiGHS takes to set a model up. The other back ends
+    run in a process of their own (CBC, a new one for each solve), whose
+    start alone can take a tenth of a second or more, so they keep the
+    second.
     """
+    if solver != "highs":
+        return 1.0
     return min(1.0, max(0.1, STAGE_LPS * lp_seconds))
 
 
@@ -493,7 +498,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     t0 = time.perf_counter()
     mip = model.mip
     a = mip.arrays()
-    least = stage_least(lp_seconds)
+    least = stage_least(lp_seconds, solver)
     if heuristics_only(model, time_limit, lp_seconds, relaxed):
         return _from_the_lp(model, a, guide, solver, time_limit, gap, threads, executor, relaxed, least)
     if time_limit is not None and too_wide_to_split(model):
