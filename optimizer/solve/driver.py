@@ -121,7 +121,9 @@ DESCENT_SHARE = 0.5
 #: on the heuristics' path (:func:`heuristics_only`), the share of the time limit that the descent over the
 #: configurations may take before the configurations it chose are fixed (in place of those the LP relaxation uses
 #: most); bench x0.25 at 90 s on a slow machine: standard 2,840,825 -> 2,785,209, training-heavy 3,896,235 ->
-#: 3,822,047 (docs/performance.md, "Configurations chosen one class at a time")
+#: 3,822,047 (docs/performance.md, "Configurations chosen one class at a time"). The same share of the time left
+#: where the model without stability limits stopped short of its gap, the descent then starting from the
+#: configurations that model's plan uses most (q3 at 8 s: 332,875 -> 100,850; "The last second of a short limit")
 HEURISTICS_DESCENT_SHARE = 0.25
 #: the exact split's leaves run side by side on threads of this process (HiGHS; one thread per CPU the solve may
 #: use, one HiGHS thread each) when the caller gives no executor (:func:`_leaf_threads`)

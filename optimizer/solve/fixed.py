@@ -150,6 +150,12 @@ def _choices_made_whole(model: Model, fixed, x: np.ndarray) -> np.ndarray:
     return y
 
 
+def _gpu_of(model: Model) -> dict[str, str]:
+    """Each offering's GPU model, for the rounds searched one GPU model at a time
+    (:data:`~optimizer.solve.polish.BY_GPU`)."""
+    return dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
+
+
 def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, deadline: float,
                        threads: int | None, executor, rounds: bool, open_gap, least: float = 1.0
                        ) -> tuple[np.ndarray, float, str]:
@@ -181,7 +187,7 @@ def _rounds_and_passes(model: Model, a, x: np.ndarray, obj: float, solver: str, 
     """
     start, n_rounds, passes, kept = obj, 0, 0, 0
     several = len(model.data.periods) > 1
-    gpu_of = dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
+    gpu_of = _gpu_of(model)
     while True:
         cycle_start = obj
         if rounds:
@@ -388,9 +394,8 @@ def fixed_configurations(model: Model, a, x: np.ndarray | None, solver: str, tim
             # restriction's search from it stopped at 209,739 (docs/performance.md, "The last second of a short
             # limit")
             t = time.perf_counter()
-            gpu_of = dict(zip(model.data.offerings["offering"], model.data.offerings["gpu"]))
             rounded, _ = polish(mip, fixed, best_x, solver, SEARCH_ROUNDS_SHARE * left, threads, cycles=1,
-                                gpu_of=gpu_of, least=least)
+                                gpu_of=_gpu_of(model), least=least)
             seconds += time.perf_counter() - t
             cost = objective(a, rounded)
             if cost < best_obj - 1e-9:
