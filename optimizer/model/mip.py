@@ -39,10 +39,19 @@ class VarBlock:
     lower: np.ndarray
     upper: np.ndarray
     integer: bool
+    #: :meth:`keys`, made once: a plan is read by name (:meth:`MIP.named`, :meth:`MIP.point_from`) in every solve
+    #: handed known plans, and each block's coordinates never change once the block is made
+    _keys: pd.MultiIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         return len(self.coords)
+
+    def keys(self) -> pd.MultiIndex:
+        """The block's coordinates as an index of text tuples, one per variable in order (:func:`_keys`)."""
+        if self._keys is None:
+            self._keys = _keys(self.coords)
+        return self._keys
 
     @property
     def ids(self) -> np.ndarray:
@@ -468,7 +477,7 @@ class MIP:
             v = x[block.start: block.start + block.size]
             nz = np.flatnonzero(v)
             if len(nz):
-                blocks[name] = (_keys(block.coords.iloc[nz]), v[nz].copy())
+                blocks[name] = (block.keys()[nz], v[nz].copy())
         return NamedPoint(blocks)
 
     def point_from(self, point: NamedPoint) -> np.ndarray:
@@ -484,9 +493,9 @@ class MIP:
         out = np.zeros(self._n_vars)
         for name, (keys, values) in point.blocks.items():
             block = self.variables.get(name)
-            if block is None or not block.size or list(keys.names) != list(_keys(block.coords.iloc[:0]).names):
+            if block is None or not block.size or list(keys.names) != list(block.keys().names):
                 continue
-            at = _keys(block.coords).get_indexer(keys)  # the keys of a block are unique
+            at = block.keys().get_indexer(keys)  # the keys of a block are unique
             found = at >= 0
             out[block.start + at[found]] = values[found]
         return out
