@@ -107,7 +107,9 @@ def run(
         cands = candidates or build_candidates(problem)
         model = presolve.build(problem, cands)  # reductions that keep the optimum (docs/performance.md)
     build = time.perf_counter() - t0
-    pre = precheck(problem, cands, model.data)  # cheap culprits no solve can fix (docs/diagnosis.md)
+    # cheap culprits no solve can fix (docs/diagnosis.md); none depends on a price, so once per structure
+    pre = (precheck(problem, cands, model.data) if models is None else
+           models.prechecked(problem, lambda: precheck(problem, cands, model.data)))
     if model.mip.infeasible_rows or pre:
         reasons = describe_infeasible_rows(model.mip.infeasible_rows) or [d["message"] for d in pre]
         result = SolveResult(Status.INFEASIBLE, solver, build_seconds=build, message="; ".join(reasons))

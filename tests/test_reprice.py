@@ -186,3 +186,34 @@ def test_rent_versus_buy_builds_only_the_copies_that_change_more_than_prices(tmp
     assert solves["repriced"] == 14 + out.break_even.set_index("offering").loc["own", "solves"] - 1
     # every plan solved, built or re-priced, passed its audit (the fixture checks each)
     assert len(audited) == solves["built"] + solves["repriced"]
+
+
+def test_the_pre_check_runs_once_per_structure(tmp_path, monkeypatch):
+    # what the pre-check finds depends on no price: a problem that differs only in prices gets the culprits found
+    # for its structure before (a copy: what a caller does with them stays its own); another structure is checked
+    from optimizer import pipeline
+
+    pr = tiny(tmp_path)
+    models = Models(build_candidates(pr))
+    calls = []
+
+    def check():
+        calls.append(1)
+        return [{"kind": "region", "message": "found once"}]
+
+    first = models.prechecked(pr, check)
+    first[0]["message"] = "changed by the caller"
+    O = pr.offerings.copy()
+    O.loc["od", "price_per_hour"] = 3.0
+    dearer = rb.variant(pr, offerings=O)
+    assert models.prechecked(dearer, check) == [{"kind": "region", "message": "found once"}] and len(calls) == 1
+    models.prechecked(_structural_changes(pr)["region"], check)
+    assert len(calls) == 2
+    # the pipeline asks the models it builds with: rent versus buy's re-priced copies are not checked again
+    ran = []
+    real = pipeline.precheck
+    monkeypatch.setattr(pipeline, "precheck", lambda *a, **k: ran.append(1) or real(*a, **k))
+    models = Models(build_candidates(pr))
+    plans = [pipeline.run(p, solver=SOLVER, models=models) for p in (pr, dearer)]
+    assert len(ran) == 1 and models.counts == {"built": 1, "repriced": 1}
+    assert [p.status.value for p in plans] == ["optimal", "optimal"] and plans[1].objective > plans[0].objective

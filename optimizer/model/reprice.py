@@ -27,10 +27,12 @@ is built afresh too.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import pickle
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -141,8 +143,9 @@ class Models:
 
     ``build(problem)`` gives the model :func:`optimizer.model.presolve.build`
     gives, and takes a fraction of its time when a problem of the same
-    structure was built before. At most ``keep`` structures are kept (the
-    least recently used go first).
+    structure was built before; ``prechecked(problem, check)`` runs the
+    pipeline's pre-check once per structure. At most ``keep`` structures are
+    kept (the least recently used go first).
     """
 
     def __init__(self, candidates: Candidates, keep: int = 4):
@@ -151,6 +154,7 @@ class Models:
         self._built: OrderedDict[bytes, Model] = OrderedDict()
         #: how many models were built and how many re-priced (for the benchmark)
         self.counts = {"built": 0, "repriced": 0}
+        self._checked: OrderedDict[bytes, list[dict]] = OrderedDict()
 
     def build(self, problem: Problem) -> Model:
         key = structure_key(problem)
@@ -168,6 +172,24 @@ class Models:
             while len(self._built) > self.keep:
                 self._built.popitem(last=False)
         return model
+
+    def prechecked(self, problem: Problem, check: Callable[[], list[dict]]) -> list[dict]:
+        """``check()`` (the pipeline's pre-check of ``problem``), run once per structure and copied after.
+
+        What the pre-check finds (a workload no configuration fits, no usable
+        offering, a job that cannot finish in its window) depends on no
+        price, so problems that differ only in prices (:func:`structure_key`)
+        have the same culprits: rent versus buy's 22 solves ran it 22 times,
+        23 ms each (docs/performance.md, "Targets, 2026-11-29 (afternoon)").
+        At most ``keep`` structures are kept.
+        """
+        key = structure_key(problem)
+        if key not in self._checked:
+            self._checked[key] = check()
+            while len(self._checked) > self.keep:
+                self._checked.popitem(last=False)
+        self._checked.move_to_end(key)
+        return copy.deepcopy(self._checked[key])
 
 
 #: The models a process (a worker) keeps from task to task: by the digest of their candidates, or by the
