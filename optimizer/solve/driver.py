@@ -541,16 +541,18 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         left = max(1.0, time_limit - (time.perf_counter() - t0))
         x = first.x if first.status.has_plan else guide
         source = "the plan without stability limits" if first.status.has_plan else "the LP relaxation"
+        # its plan only starts the descent, whose configurations are fixed; the bound stays this model's
         descent = _descent(model, a, x, HEURISTICS_DESCENT_SHARE * left)
-        said, spent = [], first.solve_seconds
         if descent is not None:
-            x, said, spent = descent.x, [f"{_descent_said(descent)}, from the configurations {source} uses most"], \
-                spent + descent.seconds
+            said = [f"{_descent_said(descent)}, from the configurations {source} uses most"]
+            x, source, bound_of = descent.x, DESCENT, "the plan without stability limits"
             left = max(1.0, time_limit - (time.perf_counter() - t0))
-        return fixed_configurations(model, a, x, solver, left, gap, threads, first.bound, spent,
-                                     source=source if descent is None else DESCENT, lp_x=guide, executor=executor,
-                                     search=True, root=first.root_bound, duals=duals, least=least, said=said,
-                                     bound_of=None if descent is None else "the plan without stability limits")
+        else:
+            said, bound_of = [], None
+        return fixed_configurations(model, a, x, solver, left, gap, threads, first.bound,
+                                     first.solve_seconds + (0.0 if descent is None else descent.seconds),
+                                     source=source, lp_x=guide, executor=executor, search=True,
+                                     root=first.root_bound, duals=duals, least=least, said=said, bound_of=bound_of)
     breaks = first.status.has_plan and not over_one(configuration_use(model, first.x)).empty
     fallback = None
     if time_limit is not None and breaks:
