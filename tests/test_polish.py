@@ -81,8 +81,8 @@ def test_the_least_seconds_of_a_step_follow_the_lp_between_a_tenth_and_a_second_
     assert stage_least(0.07) == pytest.approx(0.14)  # q3's LP on a slow machine
     assert stage_least(0.3) == pytest.approx(0.6)
     assert stage_least(9.0) == 1.0  # bench x1's: a large model keeps the second
-    assert stage_least(0.001) == 0.1  # a toy's: never below a back end's set-up
-    assert stage_least(0.07, "cbc") == stage_least(0.07, "scip") == 1.0  # a process of their own to start
+    assert stage_least(0.001) == 0.1  # a toy's: the floor
+    assert stage_least(0.07, "cbc") == stage_least(0.07, "scip") == 1.0  # measured: no better with less
 
 
 def flip_west(tmp_path):

@@ -217,3 +217,4 @@ def test_the_pre_check_runs_once_per_structure(tmp_path, monkeypatch):
     plans = [pipeline.run(p, solver=SOLVER, models=models) for p in (pr, dearer)]
     assert len(ran) == 1 and models.counts == {"built": 1, "repriced": 1}
     assert [p.status.value for p in plans] == ["optimal", "optimal"] and plans[1].objective > plans[0].objective
+    assert [p.audit for p in plans] == [[], []]
