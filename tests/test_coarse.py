@@ -248,3 +248,40 @@ def test_the_monthly_model_takes_the_heuristics_path_however_short_the_lp_share(
     assert_plan_audited(model, r)
     assert "configurations fixed to those the monthly model's LP uses most" in r.message
     assert "without stability limits" not in r.message
+
+
+def test_objective_floor_worked_by_hand():
+    # c = (2, -1, 0, 3), bounds [1, 5], [0, 4], free, [0, inf), c0 = 10: each column at its cheap bound gives
+    # 10 + 2·1 - 1·4 + 0 + 3·0 = 8; a cost on a column unbounded on its cheap side gives no floor
+    from optimizer.model.mip import Arrays
+    from optimizer.solve.feasibility import objective_floor
+
+    def arrays(c, lo, hi):
+        n = len(c)
+        return Arrays(n_vars=n, n_rows=0, rows=np.zeros(0, int), cols=np.zeros(0, int), vals=np.zeros(0),
+                      row_lo=np.zeros(0), row_hi=np.zeros(0), col_lo=np.array(lo, float), col_hi=np.array(hi, float),
+                      integer=np.zeros(n, bool), c=np.array(c, float), c0=10.0, var_names=[f"x{i}" for i in range(n)],
+                      row_names=[])
+
+    inf = np.inf
+    assert objective_floor(arrays([2, -1, 0, 3], [1, 0, -inf, 0], [5, 4, inf, inf])) == pytest.approx(8.0)
+    assert objective_floor(arrays([-1], [0], [inf])) == -inf
+
+
+def test_the_monthly_stand_in_never_proves_less_than_the_objective_floor():
+    # On q3-profiled the Lagrangian of the weekly periods at the monthly model's prices is far below zero, although
+    # every cost and every column of the model is non-negative, so no plan costs less than the objective's
+    # constant c0 (the existing servers' costs). The stand-in for the LP relaxation reports that floor instead
+    from optimizer.solve import driver
+
+    from pathlib import Path
+
+    pr = load_problem(Path(__file__).resolve().parents[1] / "problems" / "q3-profiled.yaml")
+    model = presolve.build(pr, build_candidates(pr))
+    a = model.mip.arrays()
+    assert (a.c >= 0).all() and (a.col_lo >= 0).all() and a.c0 > 0
+    monthly = coarse.solve(model, "highs", None, None)
+    raw, _ = coarse.priced_periods(model, monthly)
+    assert raw < a.c0  # the case this guards against
+    lp, _ = driver._monthly(model, "highs", None, None)
+    assert lp.bound == pytest.approx(a.c0) and lp.objective == pytest.approx(a.c0)

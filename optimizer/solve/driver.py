@@ -77,7 +77,7 @@ from . import coarse, decompose
 from .backends import DEFAULT_SOLVER, one_thread, settle_background, solve as backend_solve
 from .beside import Shared, beside_pool, held_bound, relaxations_beside
 from .descent import NAME as DESCENT, Descent, choose_configurations
-from .feasibility import objective, violations, within_bounds
+from .feasibility import objective, objective_floor, violations, within_bounds
 from .fixed import first_plans, fixed_configurations, fixed_to_most_used, most_used
 from .proofs import apply_decomposition, held_with_bound, raise_bound
 from .relaxations import Relaxation, configuration_relaxation, lift, relaxation, without_limits
@@ -337,8 +337,9 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
 
     A result like the LP relaxation's: its ``x`` the monthly point spread
     over the periods (the guide), its objective and bound the Lagrangian
-    bound of the periods' LP relaxations at the monthly prices (a proof),
-    no duals; and the component and period models at those prices, for the
+    bound of the periods' LP relaxations at the monthly prices (a proof;
+    never below :func:`~optimizer.solve.feasibility.objective_floor`), no
+    duals; and the component and period models at those prices, for the
     parts solved apart (components first). None when the monthly model's
     LP or that bound is not had (then nothing stands in).
     """
@@ -349,6 +350,9 @@ def _monthly(model: Model, solver: str, seconds: float, threads: int | None
     bound, periods = coarse.priced_periods(model, monthly)
     if bound is None:
         return None
+    # at prices read off another model the Lagrangian can prove less than the columns' bounds alone (q3: -116,936
+    # against its objective's constant, 32,355): a relaxation's bound below that floor is reported as the floor
+    bound = max(bound, objective_floor(model.mip.arrays()))
     components = coarse.priced_components(model, monthly)
     result = SolveResult(Status.OPTIMAL, solver, objective=bound, bound=bound, x=coarse.point(model, monthly),
                          solve_seconds=time.perf_counter() - t0,

@@ -67,3 +67,19 @@ def within_bounds(a: Arrays, x: np.ndarray) -> np.ndarray | None:
 def objective(a: Arrays, x: np.ndarray) -> float:
     """c·x + c0 at ``x``."""
     return float(a.c @ x + a.c0)
+
+
+def objective_floor(a: Arrays) -> float:
+    """The least c·x + c0 over the column bounds alone: c0 + Σ_j min(c_j·lo_j, c_j·hi_j) (−inf where a column
+    with a cost has no bound on its cheap side).
+
+    A lower bound on every plan that needs no row: with every cost
+    non-negative and every column at least 0, the objective's constant. A
+    bound proven by a weak relaxation can fall below it (a Lagrangian
+    relaxation at prices read off another model); the floor is then the
+    better proof.
+    """
+    c = a.c
+    with np.errstate(invalid="ignore"):  # 0·inf: a column without a cost adds nothing
+        least = np.where(c > 0, c * a.col_lo, np.where(c < 0, c * a.col_hi, 0.0))
+    return float(a.c0 + least.sum())
