@@ -187,15 +187,17 @@ class _Clock:
         self.now = min(e for e in self.pending if e > self.now)
 
 
-def test_two_workers_start_the_far_end_at_once_and_one_worker_halves_where_nothing_crosses():
+def test_the_far_end_waits_for_the_first_end_and_stretches_are_halved_where_nothing_crosses():
     # A line of 11 points; its far end takes 5 units from nothing and 2 handed a plan, every other solve 1.
     # Every solve proves a bound of 0 below its plan of 1 and every plan costs 1 everywhere, so nothing
-    # settles and no crossing is in view: each stretch is cut at its middle.
+    # settles and no crossing is in view: each stretch is cut at its middle (ties: the point on the left).
     # One worker: 0 (0-1), 10 from 0's plan (1-3), then longest stretch first (ties: the left one): 5, 2,
     # 7, 3, 8, then 1, 4, 6, 9; done at 12.
-    # Two workers: 0 (0-1) and, beside it, 10 from nothing (0-5); the stretch 0-10 waits for 10 (no guess
-    # at its middle); at 5, 5 (5-6); at 6, 2 (0-5) and 7 (5-10); at 7, 3 (2-5) and 8 (7-10), the longest;
-    # at 8, 1 (0-2) and 4 (3-5); at 9, 6 and 9. Every point is solved once either way; done at 10.
+    # Two workers: 0 (0-1), the other worker idle (the far end waits for the first end's plan, and no
+    # stretch has two ends); 10 from 0's plan (1-3); the stretch 0-10 waits for 10; at 3, 5 (3-4), alone
+    # (no crossing in view, so no second probe); at 4, 2 and 7 (4-5); at 5, 3 and 8, the longest (5-6); at
+    # 6, 1 and 4 (6-7); at 7, 6 and 9 (7-8). Every point is solved once either way; done at 8, where
+    # starting 10 from nothing beside 0 ended at 10 (5 units for 10 instead of 1 + 2).
     from optimizer.studies.sweep import Progress, _search_lines
 
     def run(workers):
@@ -210,12 +212,12 @@ def test_two_workers_start_the_far_end_at_once_and_one_worker_halves_where_nothi
     assert [k for _, k, _, _ in one.started] == [0, 10, 5, 2, 7, 3, 8, 1, 4, 6, 9]
     assert max(one.pending) == 12
     two = run(2)
-    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (0, 10), (5, 5), (6, 2), (6, 7), (7, 3), (7, 8),
-                                                    (8, 1), (8, 4), (9, 6), (9, 9)]
-    assert max(two.pending) == 10
+    assert [(t, k) for t, k, _, _ in two.started] == [(0, 0), (1, 10), (3, 5), (4, 2), (4, 7), (5, 3), (5, 8),
+                                                    (6, 1), (6, 4), (7, 6), (7, 9)]
+    assert max(two.pending) == 8
     sides = {k: (left, right) for _, k, left, right in two.started}
     assert sides[0] == sides[10] == (None, None)  # no neighbours around the ends
-    assert two.handed[0] == two.handed[10] == 0  # both ends from nothing
+    assert two.handed[0] == 0 and two.handed[10] == 1  # the far end handed the first end's plan
     assert sides[5] == (0, 10)
     assert sides[2] == (0, 5) and sides[7] == (5, 10)
     assert two.handed[7] == 3                     # 5 and 10 around it, and 0 also solved on the line

@@ -355,9 +355,9 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
     waits for another's solve to end. Settling and whole-line work is
     submitted as soon as it is known; solves inside stretches only while
     fewer than ``workers`` tasks run: longest stretch first, each at the
-    point its two ends leave least proven (:func:`_probe_points`). With one
-    worker a line's far end waits for its first end's plan; with more it
-    starts beside it, and the two points either side of a crossing are
+    point its two ends leave least proven (:func:`_probe_points`). A line's
+    far end waits for its first end's plan, however many workers there
+    are; with more than one, the two points either side of a crossing are
     solved side by side. A stretch with an end still being solved gets no
     solve (a guess at its middle was nearly always a solve its ends would
     have settled: q3's 100-point sweep made 14 solves with two workers
@@ -387,7 +387,7 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
             for spec in new:
                 submit(*spec)
 
-    for line in lines:  # each line's first end; its far end beside it on a free worker, else after it
+    for line in lines:  # each line's first end; its far end once that is solved
         submit(line[0])
     schedule()
     while flying:
@@ -408,9 +408,9 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
 def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list[tuple]:
     """What to submit now: (index, left anchor, right anchor, settle) per task.
 
-    A line's far end comes first, on a free worker: beside its first end,
-    or once that is solved, handed its plan (the line's other plans are
-    handed to every solve: the model is the same along it). Per line, the
+    A line's far end comes first, on a free worker, once its first end is
+    solved, handed its plan (the line's other plans are handed to every
+    solve: the model is the same along it). Per line, the
     points solved or being solved cut it into stretches. A stretch between
     two solved points whose every point inside is predicted settled gives a
     settle task per point (always). Any other stretch between two solved
@@ -420,9 +420,12 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
     from .parametric import predict
 
     required, probes = [], []
-    # a line's far end: once its first end is solved, handed its plan (q3's slow end took 76 s from nothing,
-    # 67 s handed the other end's plan), or at once beside the first end when a worker would be idle
-    far = [(line[-1],) for line in lines if (line[0] in anchors or line[0] in flying) and line[-1] not in anchors
+    # a line's far end once its first end is solved, handed its plan, however many workers are free: q3's far end
+    # (3x the L4 spot price) took 105 s handed the first end's plan and 202 s from nothing beside it, and from
+    # nothing its split chose another class than the first end's, so the two points at the crossing found no
+    # bounds to carry and took 250 and 171 s against 37 and 49 s (docs/performance.md, "The far end of a sweep
+    # waits for its first end"). A worker left idle meanwhile lends its CPU to the solve running
+    far = [(line[-1],) for line in lines if line[0] in anchors and line[-1] not in anchors
            and line[-1] not in flying and line[-1] not in results]
     if far and free > 0:
         return far[:free]
