@@ -424,7 +424,7 @@ def _next_tasks(lines, tvalue, results, anchors, flying, gap, free: int) -> list
     # (3x the L4 spot price) took 105 s handed the first end's plan and 202 s from nothing beside it, and from
     # nothing its split chose another class than the first end's, so the two points at the crossing found no
     # bounds to carry and took 250 and 171 s against 37 and 49 s (docs/performance.md, "The far end of a sweep
-    # waits for its first end"). A worker left idle meanwhile lends its CPU to the solve running
+    # waits for its first end"). Without --threads, a local worker left idle lends its CPU to that solve meanwhile
     far = [(line[-1],) for line in lines if line[0] in anchors and line[-1] not in anchors
            and line[-1] not in flying and line[-1] not in results]
     if far and free > 0:
