@@ -335,5 +335,24 @@ def test_a_sweep_prunes_leaves_with_bounds_carried_from_its_solved_neighbours(tm
     assert audited and carried and any(carried)  # some solved point was between two split-proven ones
     assert any("by bounds carried from solved neighbours" in p["message"] for p in sw.points)
     # such a point splits on the class its neighbours split on, without the model without limits
-    assert any(p["message"].endswith("split as its solved neighbours were, without the model without limits")
+    assert any(p["message"].endswith("split as the solved points of its line were, without the model without limits")
                for p in sw.points)
+
+
+def test_a_lines_far_end_splits_on_the_class_its_first_end_split_on(tmp_path, monkeypatch):
+    # The reservation price at 4, 4.75, 5.5, 6.25 and 7 $/h: min(1,100, 200·p) = 800, 950, 1,100, 1,100, 1,100.
+    # The first end (4 $/h) is proven by the exact split; the far end (7 $/h) is handed its plan and the keys of
+    # its split, with no bound (they hold at 4 $/h only), and splits on the same class without the model
+    # without limits. Its answer is still the hand-worked one.
+    keys_handed = []
+    real = parametric.split_like
+    monkeypatch.setattr(parametric, "split_like", lambda a, keys: keys_handed.append(keys) or real(a, keys))
+    path = write_problem(tmp_path, reserved_flip_at(5.0))
+    sw = api.sweep(path, vary="offerings[h100-1y].price_per_hour=4:7:5", solver="highs")
+    assert [p["objective"] for p in sw.points] == pytest.approx([800, 950, 1_100, 1_100, 1_100])
+    assert all(p["status"] == "optimal" for p in sw.points)
+    assert len(keys_handed) == 1  # the far end only
+    assert len({key[0][0] for key in keys_handed[0]}) == 1  # one class
+    assert all(bound == -np.inf for bound in real(None, keys_handed[0]).values())
+    far = sw.points[-1]
+    assert far["message"].endswith("split as the solved points of its line were, without the model without limits")

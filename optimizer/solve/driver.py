@@ -518,9 +518,10 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     carried = {} if leaf_bounds is None else dict(leaf_bounds(a))
     classes = {key[0][0] for key in carried}
     if incumbent is not None and len(classes) == 1:
-        # between two solved points whose splits chose the same class: split on it again, started from their
-        # bounds, without the model without limits (its plan would only choose the class; the LP relaxation's
-        # bound stands in for its bound). Keeping the class along the line is what lets the bounds carry.
+        # between two solved points whose splits chose the same class (or beside one, a line's far end, whose
+        # bounds are -inf: they hold at its own price only): split on it again, started from their bounds,
+        # without the model without limits (its plan would only choose the class; the LP relaxation's bound
+        # stands in for its bound). Keeping the class along the line is what lets the bounds carry.
         split = _split(model, a, SolveResult(Status.FEASIBLE, solver, bound=lp_bound), solver,
                        None if time_limit is None else time_limit - (time.perf_counter() - t0),
                        gap, threads, incumbent, executor, carried, classes=sorted(classes))

@@ -495,7 +495,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + (f"{unsearched}, " if unsearched else "")
                     + ("none cheaper than the known plan, which is kept" if best is incumbent else "the cheapest kept")
                     + ("; it costs what the plan without stability limits costs" if done() else "")
-                    + ("; split as its solved neighbours were, without the model without limits"
+                    + ("; split as the solved points of its line were, without the model without limits"
                        if classes is not None else "")
                     + (f"; the back end failed on {len(failed)} lea{'f' if len(failed) == 1 else 'ves'} (first: "
                        f"{failure}), counted at their LP bounds" if failed else ""))

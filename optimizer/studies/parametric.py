@@ -207,6 +207,21 @@ def leaf_bounds(a: Arrays, t: float, left: Anchor, right: Anchor) -> dict[tuple,
     return out
 
 
+def split_like(a: Arrays, keys) -> dict[tuple, float]:
+    """The leaves and subtrees ``keys`` of a solved point's exact split, each with no bound known (−inf).
+
+    Handed to a solve on the same line where only one point is solved (a
+    line's far end): its bounds hold at its own price only, but its keys
+    name the request class it split on, so the solve splits on that class
+    too, started from the plans of the line, without first solving the
+    model without stability limits to choose a class
+    (:func:`optimizer.solve.driver.solve_stable`). Any class gives the
+    same optimum: the split is exact whichever class it takes; the class
+    decides only how fast. ``a`` (the point's model) is not read.
+    """
+    return {tuple(k): -np.inf for k in keys}
+
+
 def settle(a: Arrays, t: float, left: Anchor, right: Anchor, gap: float, solver: str = "") -> SolveResult | None:
     """The plan at t proven from its two solved neighbours, or None (then the point is solved).
 

@@ -177,7 +177,9 @@ def solve_task(task: dict) -> dict:
     the cheapest of them that is a plan of its own model
     (:func:`optimizer.solve.driver.known_plan`), and with both
     anchors the bounds their splits proved, carried to its own
-    (:func:`optimizer.studies.parametric.leaf_bounds`). A point whose
+    (:func:`optimizer.studies.parametric.leaf_bounds`); a task with
+    ``split_like`` (a line's far end: the keys of its first end's split)
+    splits on the class that split did (:func:`optimizer.studies.parametric.split_like`). A point whose
     problem differs from one met before in this process only in prices gets
     that one's model re-priced (:func:`optimizer.model.reprice.models_of_structure`).
     """
@@ -202,6 +204,10 @@ def solve_task(task: dict) -> dict:
 
         left, right = Anchor(**task["left"]), Anchor(**task["right"])
         carried = partial(leaf_bounds, t=task["t"], left=left, right=right)
+    elif task.get("split_like"):  # a line's far end: split on the class its first end split on
+        from .parametric import split_like
+
+        carried = partial(split_like, keys=task["split_like"])
     plan = run(problem, solver=task["solver"], time_limit=task["time_limit"], gap=task["gap"],
                threads=task["threads"], known=known, leaf_bounds=carried, models=models_of_structure(problem))
     out = {"index": task["index"], **summary(plan)}
@@ -380,6 +386,13 @@ def _search_lines(lines, by_index, tvalue, gap, pool, workers: int, progress: Pr
         if not settle:  # every plan solved on the line is a plan here too (the model is the same along it)
             task["known"] = [a.x for m in line_of[k] if (a := anchors.get(m)) is not None
                              and a is not left and a is not right]
+        if k == line_of[k][-1] and left is None and right is None:
+            # the far end splits on the class its first end's proof split on, without the model without limits
+            # (q3's far end: 106.8 s -> 47.8 s on one thread; docs/performance.md, "The far end of a sweep split
+            # as its first end")
+            first = anchors.get(line_of[k][0])
+            if first is not None and first.leaf_bounds:
+                task["split_like"] = list(first.leaf_bounds)
         flying[k] = pool.submit(solve_task, task)
 
     def schedule() -> None:
