@@ -272,9 +272,9 @@ def test_the_monthly_stand_in_never_proves_less_than_the_objective_floor():
     # On q3-profiled the Lagrangian of the weekly periods at the monthly model's prices is far below zero, although
     # every cost and every column of the model is non-negative, so no plan costs less than the objective's
     # constant c0 (the existing servers' costs). The stand-in for the LP relaxation reports that floor instead
-    from optimizer.solve import driver
-
     from pathlib import Path
+
+    from optimizer.solve import driver
 
     pr = load_problem(Path(__file__).resolve().parents[1] / "problems" / "q3-profiled.yaml")
     model = presolve.build(pr, build_candidates(pr))
