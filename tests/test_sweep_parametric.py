@@ -350,7 +350,7 @@ def test_a_lines_far_end_splits_on_the_class_its_first_end_split_on(tmp_path, mo
     path = write_problem(tmp_path, reserved_flip_at(5.0))
     sw = api.sweep(path, vary="offerings[h100-1y].price_per_hour=4:7:5", solver="highs")
     assert [p["objective"] for p in sw.points] == pytest.approx([800, 950, 1_100, 1_100, 1_100])
-    assert all(p["status"] == "optimal" for p in sw.points)
+    assert all(p["status"] == "optimal" and p["audit"] == [] for p in sw.points)  # every plan passed its audit
     assert len(keys_handed) == 1  # the far end only
     assert len({key[0][0] for key in keys_handed[0]}) == 1  # one class
     assert all(bound == -np.inf for bound in real(None, keys_handed[0]).values())
