@@ -281,6 +281,36 @@ def test_the_stable_fleet_is_solved_in_stages_with_a_proof(solve):
     assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
 
 
+def test_a_known_plan_is_the_split_s_first_best_plan_and_does_not_start_the_guide(solve, monkeypatch):
+    # FLIP with the H100 unit at 9.6 $/h: A (L4) in both periods 100 + 1,000 = 1,100; B (H100) in both
+    # 2 x 960 = 1,920; A in p1 then B in p2, 100 + 960 = 1,060, breaks chat's limit of one configuration.
+    # Handed its own optimum (1,100), the solve still guides from nothing: the model without limits finds
+    # 1,060 and so names chat as the class to split on. Started from the known plan, within its 10 % of
+    # 1,060, a search may stop on that plan, which breaks no limit and names no class (q3 handed its own
+    # optimum took 122 s that way, against 16 s from nothing). The known plan is the split's first best
+    # plan: B's leaf (LP 1,920 at least) is pruned, A's searched, nothing cheaper found.
+    data = copy.deepcopy(FLIP)
+    data["offerings"][1]["price_per_hour"] = 9.6
+    plan = solve(copy.deepcopy(data))
+    assert plan.objective == pytest.approx(1_100)
+    from optimizer.solve import driver
+
+    real, calls = driver.backend_solve, []
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((kw.get("start") is None, out.objective))
+        return out
+
+    spy_on_solves(monkeypatch, spy)
+    again = solve(copy.deepcopy(data), known=[plan.result.x])
+    assert again.status == Status.OPTIMAL and again.objective == pytest.approx(1_100)
+    assert again.result.bound == pytest.approx(1_100, rel=1e-6)
+    assert calls[0] == (True, pytest.approx(1_060))  # the guide, from nothing: the plan without limits
+    assert ("one stable solve per configuration of chat/all (2 configurations): 1 solved, 1 pruned by their LP "
+            "bound, none cheaper than the known plan, which is kept") in again.result.message
+
+
 def flip_with_a100() -> dict:
     """FLIP plus configuration C: one A100 at 20 $/h serving 1 rps (three configurations for chat)."""
     data = copy.deepcopy(FLIP)

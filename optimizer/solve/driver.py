@@ -463,9 +463,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     periods are solved apart at them on the CPU beside, after the floors'
     search (:func:`~optimizer.solve.beside.bound_beside`).
 
-    ``incumbent`` (a stable plan the caller has, :func:`known_plan`) starts
-    stage 1 (with every configuration allowed) and is the split's first best
-    plan; its choices are the split's first options.
+    ``incumbent`` (a stable plan the caller has, :func:`known_plan`) is the
+    split's first best plan, and its choices are the split's first options;
+    it does not start stage 1, whose plan must choose the class to split on
+    by itself (started from a stable plan within its gap, it stops on that
+    plan, which breaks no limit). Stage 3 starts from it when it is the
+    cheaper.
 
     Under a time limit the split follows stage 1 only when the time left
     is at least :data:`SPLIT_ROOM` times what stage 1 took (its option LPs
@@ -534,12 +537,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     # docs/performance.md)
     free = without_limits(mip, lift(mip, a) if time_limit is None else a)
     guide_gap = max(gap, GUIDE_GAP)
-    known_x = None
-    if incumbent is not None:  # a stable plan is a plan of the model without limits, with every configuration on
-        known_x = incumbent.x.copy()
-        known_x[ids] = 1.0
+    # never started from ``incumbent``: a stable plan is within the guide's gap of its optimum often enough
+    # (a what-if's base plan), and then the guide stops on it at once, a plan that breaks no limit, so it
+    # chooses no class, or a worse one, and the proof falls to the stages or a slow split (q3 handed its own
+    # optimum: 122.3 s against 15.7 s; docs/performance.md, "A known plan no longer starts the guide")
     first = backend_solve(mip, solver=solver, time_limit=_share(time_limit, 0.0, STAGE_SHARE["first"]),
-                          gap=guide_gap, threads=threads, arrays=free, start=known_x)
+                          gap=guide_gap, threads=threads, arrays=free)
     if first.status == Status.INFEASIBLE:
         first.message = "no plan meets every constraint, even without the stability limits"
         return first
