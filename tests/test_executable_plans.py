@@ -288,7 +288,8 @@ def test_a_known_plan_is_the_split_s_first_best_plan_and_does_not_start_the_guid
     # 1,060 and so names chat as the class to split on. Started from the known plan, within its 10 % of
     # 1,060, a search may stop on that plan, which breaks no limit and names no class (q3 handed its own
     # optimum took 122 s that way, against 16 s from nothing). The known plan is the split's first best
-    # plan: B's leaf (LP 1,920 at least) is pruned, A's searched, nothing cheaper found.
+    # plan: A's leaf (LP 1,100: whole L4s, exact) is pruned at its cost, B's (LP 9.6 x 100 x (0.1 + 1) =
+    # 1,056) searched under the cutoff 1,100 and nothing found below it (B in both periods costs 1,920).
     data = copy.deepcopy(FLIP)
     data["offerings"][1]["price_per_hour"] = 9.6
     plan = solve(copy.deepcopy(data))
