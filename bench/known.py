@@ -60,8 +60,9 @@ def main() -> None:
         for rep in range(args.repeat):
             for known in (False, True):
                 d = one(problem, known)
+                cost = "no plan" if d["objective"] is None else f"{d['objective']:,.2f}"
                 print(f"{problem.name} {'handed its optimum' if known else 'from nothing':19s} run {rep + 1}: "
-                      f"{d['status']} {d['objective']:,.2f} in {d['solve_seconds']:.1f} s of solve; "
+                      f"{d['status']} {cost} in {d['solve_seconds']:.1f} s of solve; "
                       f"load {load()}", flush=True)
 
 
