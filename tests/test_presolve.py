@@ -66,6 +66,26 @@ def test_not_dominated_when_better_in_one_bucket_only():
     assert set(kept["config"]) == {"a", "b", "d"}
 
 
+def test_ties_keep_the_first_name_and_most_rps_per_bucket_is_what_counts():
+    # x and y are the same (4 and 2 rps): the first by name, x, stays and y goes. z has two rows for
+    # "short" (1 and 5): its 5 is what it serves there, so z (5, 2) dominates x and y (4, 2) and is kept
+    # first, being strongest (7 against 6); then x and y are both dominated by z. w serves "long" only,
+    # with 3 rps: z's 2 there is less, so w stays. v has no rps at all: nothing to compare, kept.
+    inf = pd.DataFrame([
+        ("s", "x", "L4", 1, "fp8", "short", 4.0), ("s", "x", "L4", 1, "fp8", "long", 2.0),
+        ("s", "y", "L4", 1, "fp8", "short", 4.0), ("s", "y", "L4", 1, "fp8", "long", 2.0),
+        ("s", "z", "L4", 1, "fp8", "short", 1.0), ("s", "z", "L4", 1, "fp8", "short", 5.0),
+        ("s", "z", "L4", 1, "fp8", "long", 2.0),
+        ("s", "w", "L4", 1, "fp8", "long", 3.0),
+        ("s", "v", "L4", 1, "fp8", "short", float("nan")),
+        ("t", "x", "L4", 1, "fp8", "short", 1.0),  # another service: never compared
+    ], columns=["service", "config", "gpu", "gpus", "precision", "bucket", "rps"])
+    kept, dropped = presolve.drop_dominated(inf)
+    assert sorted(map(tuple, dropped[["service", "config", "dominated_by"]].to_numpy().tolist())) == [
+        ("s", "x", "z"), ("s", "y", "z")]
+    assert sorted(set(zip(kept["service"], kept["config"]))) == [("s", "v"), ("s", "w"), ("s", "z"), ("t", "x")]
+
+
 QUOTA = {"periods": ONE_PERIOD,
          # two identical L4 offerings of one unit each (inference-only GPU type): merged, then split back
          "offerings": [od(id="l4-a", gpu="L4", G=1, price=1.0, max_units=1),
