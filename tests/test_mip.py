@@ -1,6 +1,5 @@
 """The table-built MIP container: rows from term tables, duplicates, empty rows."""
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -210,46 +209,32 @@ def test_restarts_are_the_back_ends_choice_unless_the_caller_forbids_them(highs_
     assert leaf.objective == pytest.approx(5.0) and ("mip_allow_restart", False) in seen
 
 
-def test_highs_probes_only_in_searches_asked_for_a_gap_below_ten_per_cent(highs_options):
-    # HiGHS's probing (presolve rule 15) is switched off in a MIP search asked for a gap of 10 % or more (the
-    # guide, the split's first pass) and left on below it and in LPs; the plan within the gap either way (the
-    # covering model, min x + y, 2x + 3y >= 13, optimum 5: within 10 % means at most 5 / 0.9).
+def test_every_highs_search_runs_without_the_aggregator_and_probes_only_below_ten_per_cent(highs_options):
+    # Every MIP search, the whole model's and a part model's alike, has HiGHS's aggregator (presolve rule 12)
+    # off; its probing (rule 15) is off too where the search is asked for a gap of 10 % or more (the guide, the
+    # split's first pass). An LP keeps every rule. The plan within the gap either way (the covering model,
+    # min x + y, 2x + 3y >= 13, optimum 5: within 10 % means at most 5 / 0.9).
+    from optimizer.solve import decompose
     from optimizer.solve.backends import Status, highspy_backend, solve_relaxation
 
     seen = highs_options
+    assert highspy_backend.AGGREGATOR_RULE == 12
     assert highspy_backend.PROBING_GAP == 0.1 and highspy_backend.PROBING_RULE == 15
     m, _ = covering_mip()
     loose = solve(m, solver="highs", gap=0.1)
-    assert ("presolve_rule_off", 1 << 15) in seen
+    assert [v for k, v in seen if k == "presolve_rule_off"] == [(1 << 12) | (1 << 15)]
     assert loose.status == Status.OPTIMAL and loose.objective <= 5.0 / 0.9 + 1e-9
     for tight in (0.0999, 1e-6):
         seen.clear()
         r = solve(m, solver="highs", gap=tight)
-        assert not [v for k, v in seen if k == "presolve_rule_off"] and r.objective == pytest.approx(5.0)
+        assert [v for k, v in seen if k == "presolve_rule_off"] == [1 << 12] and r.objective == pytest.approx(5.0)
+    seen.clear()
+    task = decompose.PartTask("all", np.arange(m.n_vars), m.arrays(), None, 1e-6)
+    assert decompose.solve_part(task)["bound"] == pytest.approx(5.0)
+    assert [v for k, v in seen if k == "presolve_rule_off"] == [1 << 12]
     seen.clear()
     lp = solve_relaxation(m, m.arrays(), "highs")
     assert lp.objective == pytest.approx(13 / 3) and not [v for k, v in seen if k == "presolve_rule_off"]
-
-
-def test_the_part_models_search_without_highs_aggregator(highs_options):
-    # HiGHS does not look at its time limit inside its aggregator (presolve rule 12), which ran 10 s of a 3 s
-    # limit on a part model; the part models are searched with it off, with probing off too where their gap
-    # is 10 % or more; the covering model's optimum, 5, either way
-    from optimizer.solve import decompose
-    from optimizer.solve.backends import highspy_backend
-
-    seen = highs_options
-    assert highspy_backend.AGGREGATOR_RULE == 12 and decompose.PART_RULES_OFF == 1 << 12
-    m, _ = covering_mip()
-    task = decompose.PartTask("all", np.arange(m.n_vars), m.arrays(), None, 1e-6)
-    row = decompose.solve_part(task)
-    assert ("presolve_rule_off", 1 << 12) in seen and row["bound"] == pytest.approx(5.0)
-    seen.clear()
-    row = decompose.solve_part(dataclasses.replace(task, gap=0.1))
-    assert ("presolve_rule_off", (1 << 12) | (1 << 15)) in seen and row["bound"] <= 5.0 + 1e-9
-    seen.clear()
-    assert solve(m, solver="highs").objective == pytest.approx(5.0)  # the whole model's search keeps every rule
-    assert not [v for k, v in seen if k == "presolve_rule_off"]
 
 
 def test_a_leaf_stopped_at_its_cutoff_by_the_callback_is_cut_off_not_a_failure():

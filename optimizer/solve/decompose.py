@@ -64,7 +64,6 @@ import scipy.sparse as sp
 
 from ..model.mip import Arrays
 from ..model.presolve import Model
-from .backends.highspy_backend import AGGREGATOR_RULE
 from .result import SolveResult, Status
 
 
@@ -194,12 +193,6 @@ class PartTask:
     later: int = 0
 
 
-#: HiGHS presolve rules off in the part models' searches: the aggregator, which does not look at the time limit and
-#: on some part models runs for many times it, holding up the caller that waits for the part
-#: (:data:`optimizer.solve.backends.highspy_backend.AGGREGATOR_RULE`)
-PART_RULES_OFF = 1 << AGGREGATOR_RULE
-
-
 def solve_part(task: PartTask) -> dict:
     """Solve one part model with HiGHS; its proven bound (the MIP's, else its LP's) and how it ended.
 
@@ -218,7 +211,7 @@ def solve_part(task: PartTask) -> dict:
     if limit is not None and limit < 0.05:  # no time left for its search: its LP still proves
         r = SolveResult(Status.TIME_LIMIT, "highs")
     else:
-        r = solve_highspy(None, time_limit=limit, gap=task.gap, arrays=task.arrays, rules_off=PART_RULES_OFF)
+        r = solve_highspy(None, time_limit=limit, gap=task.gap, arrays=task.arrays)
     bound, how = (r.bound, "mip") if r.bound is not None and np.isfinite(r.bound) else (None, "")
     if r.status == Status.INFEASIBLE:
         how = "infeasible"
