@@ -345,17 +345,27 @@ def problem(scale: float = 1.0, seed: int = 0, objective: str = "cost", data: di
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # the shape flags default to None so that one given to the catalog-wide family, which has its own shape, is
+    # an error rather than silently ignored
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--objective", choices=["cost", "npv"], default="cost")
-    ap.add_argument("--weeks", type=int, default=WEEKS)
-    ap.add_argument("--regions", type=int, default=3, choices=[1, 2, 3])
+    ap.add_argument("--seed", type=int, default=None, help="default 0")
+    ap.add_argument("--objective", choices=["cost", "npv"], default=None, help="default cost")
+    ap.add_argument("--weeks", type=int, default=None, help=f"default {WEEKS}")
+    ap.add_argument("--regions", type=int, default=None, choices=[1, 2, 3], help="default 3")
     ap.add_argument("--family", choices=FAMILIES, default="standard")
     ap.add_argument("-o", "--output", required=True, help="problem YAML to write")
     args = ap.parse_args(argv)
+    shape = {"--seed": args.seed, "--objective": args.objective, "--weeks": args.weeks, "--regions": args.regions}
+    if args.family == "catalog-wide" and any(v is not None for v in shape.values()):
+        given = ", ".join(k for k, v in shape.items() if v is not None)
+        ap.error(f"{given} cannot be given with --family catalog-wide, which is problems/q3.yaml against the "
+                 f"default catalog (its own periods, regions and objective; demand x --scale); allowed with it: "
+                 f"--scale and -o")
     import yaml
 
-    data = generate(args.scale, args.seed, args.objective, args.weeks, args.regions, args.family)
+    data = generate(args.scale, 0 if args.seed is None else args.seed, args.objective or "cost",
+                    WEEKS if args.weeks is None else args.weeks, 3 if args.regions is None else args.regions,
+                    args.family)
     Path(args.output).write_text(yaml.safe_dump(data, sort_keys=False))
     print(f"wrote {args.output}: {len(data['inference'])} services, {len(data['training'])} jobs, "
           f"{len(data['offerings'])} offerings, {len(data['periods'])} periods")

@@ -59,3 +59,28 @@ def test_outside_a_checkout_the_commit_is_unknown(monkeypatch):
 
     monkeypatch.setattr(machine.subprocess, "run", no_git)
     assert machine.commit() == "unknown"
+
+
+def test_the_catalog_wide_family_refuses_the_shape_flags_it_would_ignore(tmp_path, capsys):
+    # catalog-wide is problems/q3.yaml against the default catalog: its own periods, regions and objective. A
+    # --weeks (or --seed, --regions, --objective) given with it was silently ignored; now it is an error that
+    # names the flag (argparse's exit 2), and nothing is written
+    import pytest
+
+    from bench import generate
+
+    out = tmp_path / "p.yaml"
+    with pytest.raises(SystemExit) as e:
+        generate.main(["--family", "catalog-wide", "--weeks", "3", "-o", str(out)])
+    assert e.value.code == 2 and "--weeks cannot be given with --family catalog-wide" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit) as e:
+        generate.main(["--family", "catalog-wide", "--seed", "1", "--regions", "1", "-o", str(out)])
+    assert e.value.code == 2 and "--seed, --regions cannot be given" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        bench_run.main(["--family", "catalog-wide", "--weeks", "3", "--scales", "0.05"])
+    assert e.value.code == 2 and "--weeks cannot be given with --family catalog-wide" in capsys.readouterr().err
+    # without them it writes q3's periods, and the standard family still takes --weeks
+    assert generate.main(["--family", "catalog-wide", "--scale", "0.5", "-o", str(out)]) == 0
+    assert "26 periods" in capsys.readouterr().out
+    assert generate.main(["--weeks", "3", "--scale", "0.05", "-o", str(out)]) == 0
+    assert "3 periods" in capsys.readouterr().out
