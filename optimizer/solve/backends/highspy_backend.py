@@ -231,13 +231,11 @@ class _Run:
         else:
             _thread_count(h, threads, here=not self.in_threads_of_its_own)
         h.setOptionValue("mip_rel_gap", float(gap))
-        rules_off = 0
-        if self.mip_model:  # no aggregator in a MIP's presolve (:data:`AGGREGATOR_RULE`)
-            rules_off |= 1 << AGGREGATOR_RULE
-        if self.mip_model and gap >= PROBING_GAP - 1e-12:  # no probing in its presolve (:data:`PROBING_GAP`)
-            rules_off |= 1 << PROBING_RULE
-        if rules_off:
-            h.setOptionValue("presolve_rule_off", int(rules_off))
+        if self.mip_model:  # no aggregator in a MIP's presolve (:data:`AGGREGATOR_RULE`), an LP keeps every rule
+            rules_off = 1 << AGGREGATOR_RULE
+            if gap >= PROBING_GAP - 1e-12:  # nor probing in a loose search (:data:`PROBING_GAP`)
+                rules_off |= 1 << PROBING_RULE
+            h.setOptionValue("presolve_rule_off", rules_off)
         if not restart:
             h.setOptionValue("mip_allow_restart", False)
         if not heuristics:
