@@ -34,6 +34,7 @@ Python use::
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import sys
 from pathlib import Path
@@ -346,26 +347,25 @@ def problem(scale: float = 1.0, seed: int = 0, objective: str = "cost", data: di
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # the shape flags default to None so that one given to the catalog-wide family, which has its own shape, is
-    # an error rather than silently ignored
+    # an error rather than silently ignored; one not given takes generate()'s own default
+    default = {k: p.default for k, p in inspect.signature(generate).parameters.items()}
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=None, help="default 0")
-    ap.add_argument("--objective", choices=["cost", "npv"], default=None, help="default cost")
-    ap.add_argument("--weeks", type=int, default=None, help=f"default {WEEKS}")
-    ap.add_argument("--regions", type=int, default=None, choices=[1, 2, 3], help="default 3")
+    ap.add_argument("--seed", type=int, default=None, help=f"default {default['seed']}")
+    ap.add_argument("--objective", choices=["cost", "npv"], default=None, help=f"default {default['objective']}")
+    ap.add_argument("--weeks", type=int, default=None, help=f"default {default['weeks']}")
+    ap.add_argument("--regions", type=int, default=None, choices=[1, 2, 3], help=f"default {default['regions']}")
     ap.add_argument("--family", choices=FAMILIES, default="standard")
     ap.add_argument("-o", "--output", required=True, help="problem YAML to write")
     args = ap.parse_args(argv)
-    shape = {"--seed": args.seed, "--objective": args.objective, "--weeks": args.weeks, "--regions": args.regions}
-    if args.family == "catalog-wide" and any(v is not None for v in shape.values()):
-        given = ", ".join(k for k, v in shape.items() if v is not None)
+    shape = {k: getattr(args, k) for k in ("seed", "objective", "weeks", "regions") if getattr(args, k) is not None}
+    if args.family == "catalog-wide" and shape:
+        given = ", ".join(f"--{k}" for k in shape)
         ap.error(f"{given} cannot be given with --family catalog-wide, which is problems/q3.yaml against the "
                  f"default catalog (its own periods, regions and objective; demand x --scale); allowed with it: "
                  f"--scale and -o")
     import yaml
 
-    data = generate(args.scale, 0 if args.seed is None else args.seed, args.objective or "cost",
-                    WEEKS if args.weeks is None else args.weeks, 3 if args.regions is None else args.regions,
-                    args.family)
+    data = generate(args.scale, family=args.family, **shape)
     Path(args.output).write_text(yaml.safe_dump(data, sort_keys=False))
     print(f"wrote {args.output}: {len(data['inference'])} services, {len(data['training'])} jobs, "
           f"{len(data['offerings'])} offerings, {len(data['periods'])} periods")
