@@ -12,7 +12,9 @@ problem whose model differs and in what::
     git stash; python bench/same_model.py dump /tmp/models; git stash pop
     python bench/same_model.py compare /tmp/models
 
-It also prints the seconds the builds took in all (one build each; for
+``dump`` refuses a directory that already holds dumps; ``compare`` names a
+problem the dump does not have ("no dump") and exits 1 when any problem
+differs or is missing. It also prints the seconds the builds took in all (one build each; for
 timings use ``stages.py``). docs/performance.md reports where it was used.
 """
 
@@ -113,6 +115,12 @@ def main(argv=None) -> int:
     ap.add_argument("mode", choices=("dump", "compare"))
     ap.add_argument("directory")
     args = ap.parse_args(argv)
+    dumps = glob.glob(os.path.join(args.directory, "*.pkl"))
+    if args.mode == "dump" and dumps:
+        ap.error(f"{args.directory} already holds {len(dumps)} dumps: give an empty or new directory "
+                 f"(an earlier dump is never overwritten)")
+    if args.mode == "compare" and not dumps:
+        ap.error(f"{args.directory} holds no dumps: run 'dump {args.directory}' on the commit to compare with first")
     os.makedirs(args.directory, exist_ok=True)
     seconds, differ = 0.0, 0
     for name, pr in problems():
@@ -124,6 +132,10 @@ def main(argv=None) -> int:
             with open(path, "wb") as f:
                 pickle.dump(built, f)
             print(f"wrote {name}")
+            continue
+        if not os.path.exists(path):  # a problem added after the dump
+            differ += 1
+            print(f"no dump  {name}")
             continue
         with open(path, "rb") as f:
             diff = differences(built, pickle.load(f))
