@@ -312,6 +312,77 @@ def test_a_known_plan_is_the_split_s_first_best_plan_and_does_not_start_the_guid
             "bound, none cheaper than the known plan, which is kept") in again.result.message
 
 
+# Two weeks of one month (100 h each), chat on A (one L4, 1 $/h, 1 rps) or B (an 8-GPU H100 unit, 6 $/h,
+# 10 rps), at most one configuration: where one month's model (the weeks merged, demand averaged by hours)
+# chooses where the split branches.
+WEEKS = [{"name": "w1", "hours": 100, "month": 0}, {"name": "w2", "hours": 100, "month": 0}]
+
+
+def weeks(demand: dict) -> dict:
+    data = copy.deepcopy(FLIP)
+    data["periods"] = copy.deepcopy(WEEKS)
+    data["inference"][0]["demand_rps"] = demand
+    return data
+
+
+def guide_solves(monkeypatch) -> list:
+    """Every search of the weekly model without stability limits (the weekly guide), as its result."""
+    from optimizer.solve import driver
+
+    real, guides = driver.backend_solve, []
+
+    def spy(mip, *args, **kw):
+        out = real(mip, *args, **kw)
+        a = kw.get("arrays")
+        ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
+        if a is not None and len(ids) and (a.col_lo[ids] == 1).all():  # every configuration on: no limits
+            guides.append(out)
+        return out
+
+    patch_driver(monkeypatch, "backend_solve", spy)
+    return guides
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_the_monthly_model_chooses_where_the_split_branches(solve, monkeypatch, solver):
+    # 11 rps in both weeks. Without limits the month's model (200 h at 11 rps) takes one B and one A, 7 $/h,
+    # against 11 A (11 $/h) or 2 B (12 $/h): it breaks chat's limit, so the split branches on chat at once and
+    # the weekly guide is not waited for. Stable: 11 A x 200 h = 2,200 against 2 B x 6 x 200 = 2,400.
+    guides = guide_solves(monkeypatch)
+    plan = solve(weeks({"w1": 11, "w2": 11}), solver=solver)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(2_200)
+    assert plan.inference["gpu"].unique().tolist() == ["L4"]
+    assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
+    assert "where to split chosen by the monthly model without limits" in plan.result.message
+    # with HiGHS the weekly guide starts beside the month's model and is stopped; other back ends never start it
+    assert len(guides) <= (1 if solver == "highs" else 0)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_where_the_monthly_model_breaks_no_limit_the_weekly_model_guides(solve, monkeypatch, solver):
+    # 1 rps in w1, 12 in w2: the month's model serves 6.5 rps with one B (6 $/h, against 7 A at 7 $/h),
+    # within chat's limit, so it chooses nothing. The weekly model without limits takes A in w1 (1 $/h) and
+    # one B and two A in w2 (8 $/h, against 12 $/h either way alone), 100 + 800 = 900: it breaks the limit and
+    # guides the split. Stable: A in both weeks (1 + 12) x 100 = 1,300 against B, (6 + 12) x 100 = 1,800.
+    guides = guide_solves(monkeypatch)
+    plan = solve(weeks({"w1": 1, "w2": 12}), solver=solver)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_300)
+    assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
+    assert "monthly" not in plan.result.message
+    assert [g.objective for g in guides] == [pytest.approx(900)]
+
+
+def test_under_a_time_limit_the_weekly_model_guides(solve, monkeypatch):
+    # the case the month's model would choose for (11 rps in both weeks), with a time limit: the weekly guide's
+    # own time sizes the split's first leaf, so it alone guides. Without limits: one B and one A in each week,
+    # 7 $/h x 200 h = 1,400.
+    guides = guide_solves(monkeypatch)
+    plan = solve(weeks({"w1": 11, "w2": 11}), solver="highs", time_limit=60)
+    assert plan.objective == pytest.approx(2_200)
+    assert "monthly" not in plan.result.message
+    assert [g.objective for g in guides] == [pytest.approx(1_400)]
+
+
 def flip_with_a100() -> dict:
     """FLIP plus configuration C: one A100 at 20 $/h serving 1 rps (three configurations for chat)."""
     data = copy.deepcopy(FLIP)

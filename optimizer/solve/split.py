@@ -154,21 +154,21 @@ class Choice:
     options: list[tuple[str, np.ndarray, np.ndarray, bool]]
 
 
-def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray | None = None,
+def configuration_choices(model: Model, point: np.ndarray | None, prefer: np.ndarray | None = None,
                           only: Sequence[str] | None = None) -> list[Choice]:
-    """One choice per request class that ``first`` (the plan without limits) puts on more configurations than it may.
+    """One choice per request class that ``point`` (the plan without limits) puts on more configurations than it may.
 
     Only classes that may use one configuration (N = 1) and have at most
     :data:`MAX_SPLIT` candidates: every stable plan uses exactly one of
     them, k, and fixing k (the class's other configurations off) is a
     partition of the stable plans. Classes with the most configurations in
     use come first; within a class, the configuration the plan ``prefer``
-    (default: ``first``) uses most is tried first. ``only``: the classes
-    named (``service/bucket``) instead, whatever ``first`` does (it may
-    then have no plan; ``prefer`` must be given).
+    (default: ``point``) uses most is tried first. ``only``: the classes
+    named (``service/bucket``) instead, whatever ``point`` does (it may
+    then be None; ``prefer`` must be given).
     """
     ids = model.mip.variables["config-used"].ids
-    cu = configuration_use(model, first.x if first.x is not None else prefer)
+    cu = configuration_use(model, point if point is not None else prefer)
     pref = cu["use"].to_numpy() if prefer is None else configuration_use(model, prefer)["use"].to_numpy()
     if only is not None:
         limits = cu.groupby(["service", "bucket"])["max_configurations"].first()
@@ -188,7 +188,7 @@ def configuration_choices(model: Model, first: SolveResult, prefer: np.ndarray |
     return out
 
 
-def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray | None = None) -> list[Choice]:
+def commitment_choices(model: Model, a, point: np.ndarray | None, prefer: np.ndarray | None = None) -> list[Choice]:
     """One choice per commitment column (reserved units of a term block, new owned servers): its count.
 
     A commitment is a single integer that every period of its term uses, so
@@ -197,7 +197,7 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
     most of the gap (docs/performance.md, "Branching first on the commitments"). Only when the
     model has at most :data:`MAX_COMMITMENT_SPLIT` commitment columns, each
     with at most :data:`MAX_SPLIT` values; the count the plan ``prefer``
-    (default: the plan without limits) chose is tried first.
+    (default: ``point``, the plan without limits) chose is tried first.
     """
     named = []
     for block in COMMITMENTS:
@@ -217,7 +217,7 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
         if hi - lo + 1 > MAX_SPLIT:
             continue
         chosen = (int(round(prefer[col])) if prefer is not None
-                  else int(round(first.x[col])) if first.status.has_plan else None)
+                  else int(round(point[col])) if point is not None else None)
         one = np.array([col])
         out.append(Choice(what, [(str(n), one, np.array([float(n)]), n == chosen) for n in range(lo, hi + 1)]))
     return out
@@ -226,7 +226,8 @@ def commitment_choices(model: Model, a, first: SolveResult, prefer: np.ndarray |
 def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: float | None, gap: float,
                 threads: int | None, incumbent: SolveResult | None = None, executor=None,
                 carried: Mapping[tuple, float] | None = None,
-                classes: Sequence[str] | None = None, first_gap: float | None = None) -> SolveResult | None:
+                classes: Sequence[str] | None = None, first_gap: float | None = None,
+                guide: np.ndarray | None = None) -> SolveResult | None:
     """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
 
     The plan without stability limits (``first``) puts some request class
@@ -275,6 +276,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     spends most of its time proving; proven under the best cutoff, it proves
     sooner (docs/performance.md, "Plans first, proofs after").
 
+    ``guide``: a point that chooses in place of ``first``'s plan (the
+    classes and the first options; the monthly model's plan without limits
+    spread over the periods, :func:`optimizer.solve.coarse.guide`); ``first``
+    then carries only its time, and no bound.
+
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
     not yet taken, except while no plan exists: then the leaf searched
@@ -291,7 +297,8 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     # not carry: they cost its LP and its other searches more than they give, docs/performance.md)
     a = a.with_rows(training_cover(mip, model.vars))
     prefer = None if incumbent is None else incumbent.x
-    configs = configuration_choices(model, first, prefer, only=classes)
+    point = guide if guide is not None else first.x if first.status.has_plan else None
+    configs = configuration_choices(model, point, prefer, only=classes)
     if not configs:
         return None
     lps = warm_relaxations()  # every option's LP, each started from the last one's basis
@@ -303,7 +310,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         return None
     configs = [config]
-    choices = configs + commitment_choices(model, a, first, prefer)
+    choices = configs + commitment_choices(model, a, point, prefer)
     B = first.bound
     state = {"best": incumbent, "pruned": 0, "carried": 0, "unsearched": 0}
     failed: dict[tuple, str] = {}  # the leaves whose last search the back end failed on, with its message
@@ -497,6 +504,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + ("; it costs what the plan without stability limits costs" if done() else "")
                     + ("; split as the solved points of its line were, without the model without limits"
                        if classes is not None else "")
+                    + ("; where to split chosen by the monthly model without limits" if guide is not None else "")
                     + (f"; the back end failed on {len(failed)} lea{'f' if len(failed) == 1 else 'ves'} (first: "
                        f"{failure}), counted at their LP bounds" if failed else ""))
     return best
