@@ -325,17 +325,24 @@ def weeks(demand: dict) -> dict:
     return data
 
 
-def guide_solves(monkeypatch) -> list:
-    """Every search of the weekly model without stability limits (the weekly guide), as its result."""
+def guide_solves(monkeypatch, held: bool = False) -> list:
+    """Every search of the weekly model without stability limits (the weekly guide), as its result.
+
+    ``held``: a guide searched beside (it has a ``stop`` event) starts only once told to stop, so that the
+    monthly models always end first, whatever the machine's speed; it then ends at once, as a guide stopped
+    early does."""
     from optimizer.solve import driver
 
     real, guides = driver.backend_solve, []
 
     def spy(mip, *args, **kw):
-        out = real(mip, *args, **kw)
         a = kw.get("arrays")
         ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
-        if a is not None and len(ids) and (a.col_lo[ids] == 1).all():  # every configuration on: no limits
+        guide = a is not None and len(ids) and (a.col_lo[ids] == 1).all()  # every configuration on: no limits
+        if guide and held and kw.get("stop") is not None:
+            assert kw["stop"].wait(timeout=300), "the weekly guide beside was never stopped"
+        out = real(mip, *args, **kw)
+        if guide:
             guides.append(out)
         return out
 
@@ -348,14 +355,15 @@ def test_the_monthly_model_chooses_where_the_split_branches(solve, monkeypatch, 
     # 11 rps in both weeks. Without limits the month's model (200 h at 11 rps) takes one B and one A, 7 $/h,
     # against 11 A (11 $/h) or 2 B (12 $/h): it breaks chat's limit, so the split branches on chat at once and
     # the weekly guide is not waited for. Stable: 11 A x 200 h = 2,200 against 2 B x 6 x 200 = 2,400.
-    guides = guide_solves(monkeypatch)
+    guides = guide_solves(monkeypatch, held=True)
     plan = solve(weeks({"w1": 11, "w2": 11}), solver=solver)
     assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(2_200)
     assert plan.inference["gpu"].unique().tolist() == ["L4"]
     assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
     assert "where to split chosen by the monthly model without limits" in plan.result.message
     # with HiGHS the weekly guide starts beside the month's model and is stopped; other back ends never start it
-    assert len(guides) <= (1 if solver == "highs" else 0)
+    # (no second search beside)
+    assert len(guides) == (1 if solver == "highs" else 0)  # HiGHS: started beside, held, stopped
 
 
 @pytest.mark.parametrize("solver", ["highs", "cbc"])
@@ -370,6 +378,47 @@ def test_where_the_monthly_model_breaks_no_limit_the_weekly_model_guides(solve, 
     assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
     assert "monthly" not in plan.result.message
     assert [g.objective for g in guides] == [pytest.approx(900)]
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_where_the_month_averages_its_peaks_away_its_periods_of_one_length_choose(solve, monkeypatch, solver):
+    # Two weeks of one month, each a 50-h peak at 12 rps and a 100-h off-peak at 1 rps. The month's model
+    # serves (12 x 100 + 1 x 200) / 300 = 4.67 rps for 300 h: five A (5 $/h, against one B at 6 $/h), within
+    # chat's limit. Its peaks merged apart from its off-peaks (100 h at 12 rps, 200 h at 1): one B and two A
+    # at the peak (8 $/h, against 12 $/h either way alone) break the limit, so that model chooses, and the
+    # weekly guide is not waited for. Stable: A throughout, 12 x 100 + 1 x 200 = 1,400, against B throughout,
+    # 2 x 6 x 100 + 6 x 200 = 2,400.
+    guides = guide_solves(monkeypatch, held=True)
+    data = copy.deepcopy(FLIP)
+    data["periods"] = [{"name": f"w{w}-{kind}", "hours": hours, "month": 0}
+                       for w in (1, 2) for kind, hours in (("peak", 50), ("off", 100))]
+    data["inference"][0]["demand_rps"] = {p["name"]: 12 if "peak" in p["name"] else 1 for p in data["periods"]}
+    plan = solve(data, solver=solver)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_400)
+    assert plan.inference["gpu"].unique().tolist() == ["L4"]
+    assert "where to split chosen by the model without limits with each month's periods of one length merged" \
+        in plan.result.message
+    assert len(guides) == (1 if solver == "highs" else 0)  # HiGHS: started beside, held, stopped
+
+
+def test_a_weekly_guide_that_ends_first_ends_the_monthly_models(tmp_path):
+    # a small model's weekly guide, searched beside, may end before the monthly models are built: from then on
+    # none is built or searched, and the weekly plan guides
+    from optimizer.candidates import build_candidates
+    from optimizer.model.presolve import build
+    from optimizer.solve import coarse, driver
+
+    pr = load_problem(write_problem(tmp_path, weeks({"w1": 11, "w2": 11})))
+    model = build(pr, build_candidates(pr))
+    assert [name for _, _, name in coarse.guides(model, "highs", 0.1, None)] == [coarse.GUIDES[False]]
+    assert list(coarse.guides(model, "highs", 0.1, None, enough=lambda: True)) == []
+
+    class Ended:
+        def done(self) -> bool:
+            return True
+
+    assert driver._monthly_point(model, "highs", 0.1, None, None) is not None
+    assert driver._monthly_point(model, "highs", 0.1, None, Ended()) is None
 
 
 def test_under_a_time_limit_the_weekly_model_guides(solve, monkeypatch):

@@ -30,9 +30,10 @@ solves some seventy times faster (bench ×16: 12.6 s; docs/performance.md,
   fix and where training runs, as the LP's point does.
 
 Without a time limit the monthly model without stability limits, searched
-to the guide's gap (:func:`guide`), also stands in for the weekly one where
-the exact split needs only its choices: which class to branch on, and which
-options to try first.
+to the guide's gap, and, where a month's periods differ in length, the
+model with each month's periods of one length merged (:func:`guides`), also
+stand in for the weekly one where the exact split needs only its choices:
+which class to branch on, and which options to try first.
 
 The monthly model is not a relaxation of the weekly one (its demand is the
 month's mean, hour-weighted, where the weekly model serves every week's),
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,21 +63,29 @@ from .result import SolveResult, Status
 PER_HOUR_ROWS = frozenset({"training-progress", "budget"})
 
 
-def merge_periods(problem: Problem) -> tuple[Problem, pd.Series] | None:
+def merge_periods(problem: Problem, by_length: bool = False) -> tuple[Problem, pd.Series] | None:
     """The problem with each run of consecutive periods of one calendar month merged into one period.
 
     A merged period has the hours of its periods and, per service, their
-    demand averaged by hours. Returns the merged problem and, per period of
-    ``problem`` (its index), the name of the merged period it went into; or
-    None when no two periods share a month (nothing to merge).
+    demand averaged by hours. With ``by_length``, the periods of one month
+    that last as many hours are merged instead, in order of their first
+    one: a month's peak periods apart from its off-peak ones, where they
+    differ in length (q3: 60 h and 108 h a week). Returns the merged problem
+    and, per period of ``problem`` (its index), the name of the merged
+    period it went into; or None when nothing merges (with ``by_length``,
+    also when every month's periods last alike: it would merge as the
+    monthly model does).
     """
     if not mergeable(problem):
         return None
     P = problem.periods.reset_index()
-    group = (P["month"] != P["month"].shift()).cumsum().to_numpy() - 1
+    runs = (P["month"] != P["month"].shift()).cumsum().to_numpy() - 1
+    group = pd.MultiIndex.from_arrays([P["month"], P["hours"]]).factorize()[0] if by_length else runs
+    if by_length and len(set(group)) in (len(P), len(set(runs))):
+        return None
     P["group"] = group
     names, periods = {}, []
-    for g, rows in P.groupby("group", sort=True):
+    for g, rows in P.groupby("group", sort=True):  # (numbered in order of their first period either way)
         first, last = rows["name"].iloc[0], rows["name"].iloc[-1]
         names[g] = first if first == last else f"{first}..{last}"
         periods.append(Period(name=names[g], hours=float(rows["hours"].sum()), month=int(rows["month"].iloc[0])))
@@ -177,35 +187,50 @@ def spread(model: Model, merged: Model, into: pd.Series, xm: np.ndarray) -> np.n
     return x
 
 
-def guide(model: Model, solver: str, gap: float, threads: int | None) -> tuple[np.ndarray, float] | None:
-    """The monthly model without stability limits, searched to ``gap``: its plan spread over the periods, and the
-    seconds it took (the build's included).
+#: the monthly models :func:`guides` searches, as a result's message names them: by month, then by month and length
+GUIDES = {False: "the monthly model without limits",
+          True: "the model without limits with each month's periods of one length merged"}
 
-    It stands in for the weekly model without limits where that model's plan
-    only chooses what the exact split branches on and tries first: which
-    request classes break their limit of one configuration, the
+
+def guides(model: Model, solver: str, gap: float, threads: int | None,
+           enough: Callable[[], bool] = lambda: False) -> Iterator[tuple[np.ndarray, float, str]]:
+    """The monthly models without stability limits, each searched to ``gap``: their plans spread over the
+    periods, each with the seconds it took (its build's included) and its name (:data:`GUIDES`), coarsest first.
+
+    Each stands in for the weekly model without limits where that model's
+    plan only chooses what the exact split branches on and tries first:
+    which request classes break their limit of one configuration, the
     configuration each uses most, each commitment's count
-    (:func:`optimizer.solve.split.exact_split`). It is a fraction of that
-    model (q3: 332 columns against 2,685, 0.2 s against 4 s) and, on the
-    problems measured, chooses the same (docs/performance.md, "The monthly
-    model chooses where the split branches"). Its plan is no weekly plan
-    and its optimum no bound: only the choices are read off it. None when
-    no two periods share a month, or when the search ends without a plan.
+    (:func:`optimizer.solve.split.exact_split`). The monthly model
+    (:func:`merge_periods`) comes first; then, where a month's periods
+    differ in length, the model with each month's periods of one length
+    merged (``by_length``), whose peaks are not averaged away. Each is a
+    fraction of the weekly model (q3: 332 and 641 columns against 2,685;
+    q3-profiled's monthly plan fits one configuration a class, its plan by
+    length breaks chat's limit as the weekly one does; docs/performance.md,
+    "The monthly model chooses where the split branches"). Their plans are
+    no weekly plans and their optima no bounds: only the choices are read
+    off them. Nothing where no two periods share a month; a model whose
+    search ends without a plan gives nothing. ``enough()``, asked before each
+    model's build and before its search, ends the models early (the weekly
+    guide, searched beside, has its plan already).
     """
     from .relaxations import lift, without_limits  # (relaxations imports this module)
 
-    t0 = time.perf_counter()
-    merged = merge_periods(model.problem)
-    if merged is None:
-        return None
-    problem, into = merged
-    monthly = build(problem, model.candidates)
-    mip = monthly.mip
-    result = backend_solve(mip, solver=solver, gap=gap, threads=threads,
-                           arrays=without_limits(mip, lift(mip, mip.arrays())))
-    if not result.status.has_plan:
-        return None
-    return spread(model, monthly, into, result.x), time.perf_counter() - t0
+    for by_length in (False, True):
+        t0 = time.perf_counter()
+        merged = None if enough() else merge_periods(model.problem, by_length)
+        if merged is None:
+            continue
+        problem, into = merged
+        coarse = build(problem, model.candidates)
+        if enough():
+            return
+        mip = coarse.mip
+        result = backend_solve(mip, solver=solver, gap=gap, threads=threads,
+                               arrays=without_limits(mip, lift(mip, mip.arrays())))
+        if result.status.has_plan:
+            yield spread(model, coarse, into, result.x), time.perf_counter() - t0, GUIDES[by_length]
 
 
 def prices(model: Model, split: decompose.Split, monthly: Monthly) -> decompose.Prices:

@@ -448,11 +448,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     1b. *Split*: if that plan breaks a limit of one configuration, one
        stable solve per configuration of the class it breaks most
        (:func:`optimizer.solve.split.exact_split`, with each commitment's count too); the cheapest is the optimum.
-       Without a time limit the monthly model without limits is searched
-       first (:func:`optimizer.solve.coarse.guide`), stage 1 beside it on
-       the second CPU; where its plan already breaks a limit the split can
-       take, that plan chooses and stage 1 is stopped (q3: 0.5 s against
-       about 4 s, the same class and first options).
+       Without a time limit the monthly models without limits are searched
+       first (:func:`optimizer.solve.coarse.guides`: by month, then by month
+       and period length), stage 1 beside them on the second CPU; where one's
+       plan already breaks a limit the split can take, that plan chooses and
+       stage 1 is stopped (q3: 0.5 s against about 4 s, the same class and
+       first options).
        Stages 2 and 3 are for the other cases (limits above one, many
        candidates).
     2. *Restricted*: the stable model with, per service and request class,
@@ -560,13 +561,14 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         stop = threading.Event()
         weekly = Beside.start(solver, threads, lambda: backend_solve(
             mip, solver=solver, gap=guide_gap, threads=threads, arrays=free, stop=stop), stop)
-        point = _monthly_point(model, solver, guide_gap, threads)
+        point = _monthly_point(model, solver, guide_gap, threads, weekly)
         if point is not None:
             if weekly is not None:
                 weekly.result(stop=True)  # its CPU goes to the split's leaves
                 weekly = None
             split = _split(model, a, SolveResult(Status.FEASIBLE, solver, solve_seconds=point[1]), solver, None,
-                           gap, threads, incumbent, executor, carried, first_gap=guide_gap, guide=point[0])
+                           gap, threads, incumbent, executor, carried, first_gap=guide_gap, guide=point[0],
+                           guide_name=point[2])
             if split is not None:
                 return split
             # (an option's LP the back end could not settle: the weekly guide, stopped, runs after all, below)
@@ -765,20 +767,25 @@ def _split(model: Model, a, first: SolveResult, solver: str, time_limit: float |
         return exact_split(model, a, first, solver, time_limit, gap, leaf_threads, incumbent, pool, carried, **kw)
 
 
-def _monthly_point(model: Model, solver: str, guide_gap: float, threads: int | None
-                   ) -> tuple[np.ndarray, float] | None:
-    """The monthly model's plan without stability limits spread over the periods, and its seconds, where it
-    puts a request class the exact split can take on more configurations than it may use; else None.
+def _monthly_point(model: Model, solver: str, guide_gap: float, threads: int | None, weekly: Beside | None
+                   ) -> tuple[np.ndarray, float, str] | None:
+    """The first monthly model's plan without stability limits (spread over the periods) that puts a request
+    class the exact split can take on more configurations than it may use, the seconds spent on the monthly
+    models up to it, and that model's name; None when none does, or when the weekly guide searched beside
+    (``weekly``) ends first (a small model: its plan is then at hand).
 
-    (:func:`optimizer.solve.coarse.guide`.) The split then branches where
+    (:func:`optimizer.solve.coarse.guides`.) The split then branches where
     that plan says and tries its options first, in place of the weekly
-    model's plan, and proves by its leaves alone: the monthly optimum is no
+    model's plan, and proves by its leaves alone: a monthly optimum is no
     bound.
     """
-    guided = coarse.guide(model, solver, guide_gap, threads)
-    if guided is None or not configuration_choices(model, guided[0]):
-        return None
-    return guided
+    spent = 0.0
+    enough = (lambda: False) if weekly is None else weekly.done
+    for point, seconds, name in coarse.guides(model, solver, guide_gap, threads, enough):
+        spent += seconds
+        if configuration_choices(model, point):
+            return point, spent, name
+    return None
 
 
 def _kept_if_cheaper(split: SolveResult, held: SolveResult, how: str, seconds: float, gap: float) -> SolveResult:

@@ -227,7 +227,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                 threads: int | None, incumbent: SolveResult | None = None, executor=None,
                 carried: Mapping[tuple, float] | None = None,
                 classes: Sequence[str] | None = None, first_gap: float | None = None,
-                guide: np.ndarray | None = None) -> SolveResult | None:
+                guide: np.ndarray | None = None, guide_name: str = "") -> SolveResult | None:
     """The stable optimum as the cheapest leaf of an exact split on a few decisions that span the horizon.
 
     The plan without stability limits (``first``) puts some request class
@@ -278,8 +278,9 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
 
     ``guide``: a point that chooses in place of ``first``'s plan (the
     classes and the first options; the monthly model's plan without limits
-    spread over the periods, :func:`optimizer.solve.coarse.guide`); ``first``
-    then carries only its time, and no bound.
+    spread over the periods, :func:`optimizer.solve.coarse.guides`); ``first``
+    then carries only its time, and no bound. ``guide_name``: what gave
+    it, as the message names it.
 
     Returns None when no class qualifies (the caller's stages apply).
     Under a time limit a node's time is shared equally among its options
@@ -504,7 +505,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                     + ("; it costs what the plan without stability limits costs" if done() else "")
                     + ("; split as the solved points of its line were, without the model without limits"
                        if classes is not None else "")
-                    + ("; where to split chosen by the monthly model without limits" if guide is not None else "")
+                    + (f"; where to split chosen by {guide_name}" if guide is not None else "")
                     + (f"; the back end failed on {len(failed)} lea{'f' if len(failed) == 1 else 'ves'} (first: "
                        f"{failure}), counted at their LP bounds" if failed else ""))
     return best
