@@ -421,6 +421,35 @@ def test_a_weekly_guide_that_ends_first_ends_the_monthly_models(tmp_path):
     assert driver._monthly_point(model, "highs", 0.1, None, Ended()) is None
 
 
+def test_a_fault_in_the_monthly_models_stops_the_weekly_guide_beside_and_goes_on(solve, monkeypatch):
+    # a fault of ours (here: raised on purpose) is never taken for a solver outcome: it reaches the caller, and
+    # the weekly guide searched beside is told to stop, not left searching
+    import threading
+
+    from optimizer.solve import coarse
+
+    def broken(*args, **kw):
+        raise RuntimeError("a fault in the monthly models")
+        yield
+
+    monkeypatch.setattr(coarse, "guides", broken)
+    released = threading.Event()
+    from optimizer.solve import driver
+
+    real = driver.backend_solve
+
+    def held(mip, *args, **kw):
+        if kw.get("stop") is not None:
+            kw["stop"].wait(timeout=600)  # (longer than the test waits below: unstopped, the test fails)
+            released.set()
+        return real(mip, *args, **kw)
+
+    patch_driver(monkeypatch, "backend_solve", held)
+    with pytest.raises(RuntimeError, match="a fault in the monthly models"):
+        solve(weeks({"w1": 11, "w2": 11}), solver="highs")
+    assert released.wait(timeout=300)
+
+
 def test_under_a_time_limit_the_weekly_model_guides(solve, monkeypatch):
     # the case the month's model would choose for (11 rps in both weeks), with a time limit: the weekly guide's
     # own time sizes the split's first leaf, so it alone guides. Without limits: one B and one A in each week,

@@ -10,7 +10,7 @@ One place decides it, in this order:
    plan puts a request class limited to one configuration on several, one
    stable solve per configuration of that class (an exact split, branches
    pruned by their LP bound and cut off at the best plan; without a time
-   limit, where the monthly model without limits already breaks such a
+   limit, where a monthly model without limits already breaks such a
    class, its plan chooses in place of the weekly one); otherwise the
    model restricted to the configurations that plan uses most, and only if
    that restriction cannot match the relaxation's bound the whole model,
@@ -561,7 +561,12 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
         stop = threading.Event()
         weekly = Beside.start(solver, threads, lambda: backend_solve(
             mip, solver=solver, gap=guide_gap, threads=threads, arrays=free, stop=stop), stop)
-        point = _monthly_point(model, solver, guide_gap, threads, weekly)
+        try:
+            point = _monthly_point(model, solver, guide_gap, threads, weekly)
+        except BaseException:  # (an interrupt, or a fault of ours) the guide beside stops too; the error goes on
+            if weekly is not None:
+                weekly.stop.set()
+            raise
         if point is not None:
             if weekly is not None:
                 weekly.result(stop=True)  # its CPU goes to the split's leaves
