@@ -350,7 +350,7 @@ def guide_solves(monkeypatch, held: bool = False) -> list:
     return guides
 
 
-@pytest.mark.parametrize("solver", ["highs", "cbc"])
+@pytest.mark.parametrize("solver", ["highs", "cbc", "scip", "cp-sat"])
 def test_the_monthly_model_chooses_where_the_split_branches(solve, monkeypatch, solver):
     # 11 rps in both weeks. Without limits the month's model (200 h at 11 rps) takes one B and one A, 7 $/h,
     # against 11 A (11 $/h) or 2 B (12 $/h): it breaks chat's limit, so the split branches on chat at once and
@@ -361,8 +361,8 @@ def test_the_monthly_model_chooses_where_the_split_branches(solve, monkeypatch, 
     assert plan.inference["gpu"].unique().tolist() == ["L4"]
     assert "one stable solve per configuration of chat/all (2 configurations)" in plan.result.message
     assert "where to split chosen by the monthly model without limits" in plan.result.message
-    # with HiGHS the weekly guide starts beside the month's model and is stopped; other back ends never start it
-    # (no second search beside)
+    # with HiGHS the weekly guide starts beside the month's model and is stopped; the other back ends never start
+    # it (no second search beside: the monthly model first, then the weekly guide only where needed)
     assert len(guides) == (1 if solver == "highs" else 0)  # HiGHS: started beside, held, stopped
 
 
@@ -380,7 +380,7 @@ def test_where_the_monthly_model_breaks_no_limit_the_weekly_model_guides(solve, 
     assert [g.objective for g in guides] == [pytest.approx(900)]
 
 
-@pytest.mark.parametrize("solver", ["highs", "cbc"])
+@pytest.mark.parametrize("solver", ["highs", "cbc", "scip", "cp-sat"])
 def test_where_the_month_averages_its_peaks_away_its_periods_of_one_length_choose(solve, monkeypatch, solver):
     # Two weeks of one month, each a 50-h peak at 12 rps and a 100-h off-peak at 1 rps. The month's model
     # serves (12 x 100 + 1 x 200) / 300 = 4.67 rps for 300 h: five A (5 $/h, against one B at 6 $/h), within
