@@ -450,6 +450,29 @@ def test_a_fault_in_the_monthly_models_stops_the_weekly_guide_beside_and_goes_on
     assert released.wait(timeout=300)
 
 
+def test_a_model_with_one_period_a_month_guides_in_the_caller_s_thread(solve, monkeypatch):
+    # FLIP's two periods fall in two months: no monthly model merges anything, so nothing is started beside and
+    # the weekly guide runs where it always did (FLIP: A in p1, B in p2, 700; stable 1,100)
+    import threading
+
+    from optimizer.solve import driver
+
+    real, where = driver.backend_solve, []
+
+    def spy(mip, *args, **kw):
+        out = real(mip, *args, **kw)
+        a = kw.get("arrays")
+        ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
+        if a is not None and len(ids) and (a.col_lo[ids] == 1).all():
+            where.append((threading.current_thread() is threading.main_thread(), out.objective))
+        return out
+
+    patch_driver(monkeypatch, "backend_solve", spy)
+    plan = solve(copy.deepcopy(FLIP), solver="highs")
+    assert plan.objective == pytest.approx(1_100)
+    assert where == [(True, pytest.approx(700))]
+
+
 def test_under_a_time_limit_the_weekly_model_guides(solve, monkeypatch):
     # the case the month's model would choose for (11 rps in both weeks), with a time limit: the weekly guide's
     # own time sizes the split's first leaf, so it alone guides. Without limits: one B and one A in each week,

@@ -552,7 +552,7 @@ def solve_stable(model: Model, solver: str, time_limit: float | None, gap: float
     # worse one, and the proof falls to the stages or a slow split (q3 handed its own optimum: 122.3 s against
     # 15.7 s; docs/performance.md, "A known plan no longer starts the guide")
     weekly = None
-    if time_limit is None:
+    if time_limit is None and coarse.mergeable(model.problem):
         # the monthly model's plan without limits chooses instead where it breaks a limit the split can take, in a
         # fraction of the time (q3: 0.5 s against 4 s, the same class and first options; docs/performance.md,
         # "The monthly model chooses where the split branches"); the weekly guide runs beside it meanwhile, for
