@@ -325,6 +325,14 @@ def weeks(demand: dict) -> dict:
     return data
 
 
+def is_weekly_guide(mip, kw: dict) -> bool:
+    """Whether a back-end solve with keywords ``kw`` searches ``mip`` without its stability limits (every
+    configuration switched on): the weekly guide."""
+    a = kw.get("arrays")
+    ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
+    return a is not None and len(ids) > 0 and bool((a.col_lo[ids] == 1).all())
+
+
 def guide_solves(monkeypatch, held: bool = False) -> list:
     """Every search of the weekly model without stability limits (the weekly guide), as its result.
 
@@ -336,9 +344,7 @@ def guide_solves(monkeypatch, held: bool = False) -> list:
     real, guides = driver.backend_solve, []
 
     def spy(mip, *args, **kw):
-        a = kw.get("arrays")
-        ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
-        guide = a is not None and len(ids) and (a.col_lo[ids] == 1).all()  # every configuration on: no limits
+        guide = is_weekly_guide(mip, kw)
         if guide and held and kw.get("stop") is not None:
             assert kw["stop"].wait(timeout=300), "the weekly guide beside was never stopped"
         out = real(mip, *args, **kw)
@@ -461,9 +467,7 @@ def test_a_model_with_one_period_a_month_guides_in_the_caller_s_thread(solve, mo
 
     def spy(mip, *args, **kw):
         out = real(mip, *args, **kw)
-        a = kw.get("arrays")
-        ids = mip.variables["config-used"].ids if mip is not None and "config-used" in mip.variables else []
-        if a is not None and len(ids) and (a.col_lo[ids] == 1).all():
+        if is_weekly_guide(mip, kw):
             where.append((threading.current_thread() is threading.main_thread(), out.objective))
         return out
 

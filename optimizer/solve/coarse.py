@@ -125,15 +125,24 @@ def solve(model: Model, solver: str, time_limit: float | None, threads: int | No
     """
     from .relaxations import lift  # the same rows lifted as in the LP relaxation
 
-    merged = merge_periods(model.problem)
+    merged = merged_model(model, cuts=cuts)
     if merged is None:
         return None
-    problem, into = merged
-    monthly = build(problem, model.candidates, cuts=cuts)
+    monthly, into = merged
     lp = solve_relaxation(monthly.mip, lift(monthly.mip, monthly.mip.arrays()), solver, time_limit, threads)
     if lp.status != Status.OPTIMAL or lp.duals is None or lp.x is None:
         return None
     return Monthly(monthly, into, lp)
+
+
+def merged_model(model: Model, by_length: bool = False, cuts=CUTS) -> tuple[Model, pd.Series] | None:
+    """The model of ``model``'s problem with its periods merged (:func:`merge_periods`), built with the valid
+    inequalities ``cuts``, and per period its merged period; None when nothing merges."""
+    merged = merge_periods(model.problem, by_length)
+    if merged is None:
+        return None
+    problem, into = merged
+    return build(problem, model.candidates, cuts=cuts), into
 
 
 def _keys(frame: pd.DataFrame, into: pd.Series | None) -> pd.DataFrame:
@@ -218,19 +227,20 @@ def guides(model: Model, solver: str, gap: float, threads: int | None,
     from .relaxations import lift, without_limits  # (relaxations imports this module)
 
     for by_length in (False, True):
-        t0 = time.perf_counter()
-        merged = None if enough() else merge_periods(model.problem, by_length)
-        if merged is None:
-            continue
-        problem, into = merged
-        coarse = build(problem, model.candidates)
         if enough():
             return
-        mip = coarse.mip
+        t0 = time.perf_counter()
+        merged = merged_model(model, by_length)
+        if merged is None:
+            continue
+        coarser, into = merged
+        if enough():
+            return
+        mip = coarser.mip
         result = backend_solve(mip, solver=solver, gap=gap, threads=threads,
                                arrays=without_limits(mip, lift(mip, mip.arrays())))
         if result.status.has_plan:
-            yield spread(model, coarse, into, result.x), time.perf_counter() - t0, GUIDES[by_length]
+            yield spread(model, coarser, into, result.x), time.perf_counter() - t0, GUIDES[by_length]
 
 
 def prices(model: Model, split: decompose.Split, monthly: Monthly) -> decompose.Prices:
