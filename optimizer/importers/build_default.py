@@ -134,10 +134,6 @@ def _r(x: float, nd: int = 4) -> float:
     return float(round(x, nd))
 
 
-class MissingPick(Exception):
-    """A picked instance type is not in its price file."""
-
-
 def build(data: Path, skypilot: Path | None = None, date: str | None = None,
           skipped: list[str] | None = None) -> dict[str, list[Offering]]:
     """All shipped offerings, per provider file name.

@@ -162,15 +162,6 @@ def _keys(coords: pd.DataFrame) -> pd.MultiIndex:
     return pd.MultiIndex.from_frame(coords.astype(str))
 
 
-class TrivialInfeasibility(Exception):
-    """A constraint with no variables whose bounds exclude zero (e.g. demand nobody can serve)."""
-
-    def __init__(self, block: str, rows: pd.DataFrame):
-        self.block = block
-        self.rows = rows
-        super().__init__(f"{block}: {len(rows)} row(s) cannot be met by any variable")
-
-
 @dataclass
 class MIP:
     """A mixed-integer linear program assembled from named blocks."""

@@ -157,11 +157,6 @@ class ArchStats:
     attn_pair_flops_decode: float
     params_per_layer_active: float
 
-    @property
-    def params_dense_part(self) -> float:
-        """Parameters every token reads in decode (all but the routed experts)."""
-        return self.params_total - self.params_expert
-
 
 @functools.cache
 def arch_stats(m: ModelArch) -> ArchStats:

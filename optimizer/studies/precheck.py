@@ -57,11 +57,6 @@ def culprit(kind: str, message: str, *, workload: str | None = None, offering: s
             "amount": amount, "unit": unit, "message": message, **extra}
 
 
-def describe(diagnosis: list[dict]) -> list[str]:
-    """Readable lines, one per culprit."""
-    return [f"{d['kind']}: {d['message']}" for d in diagnosis]
-
-
 def _fmt(x: float) -> str:
     return f"{x:,.6g}" if abs(x) < 1e6 else f"{x:,.0f}"
 
