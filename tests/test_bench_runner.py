@@ -12,7 +12,8 @@ from bench import run as bench_run  # noqa: E402
 
 
 def test_one_run_row_has_the_weeks_asked_for_and_an_audited_plan():
-    row = bench_run.one(0.02, "highs", 20.0, 0, 0.01, None, True, weeks=3)  # (the smallest scale: the row, not the solve)
+    # the smallest generated scale: what is checked is the row, not the solve
+    row = bench_run.one(0.02, "highs", 20.0, 0, 0.01, None, True, weeks=3)
     assert row["weeks"] == 3 and row["periods"] == 3
     assert row["status"] in ("optimal", "feasible")
     assert row["audit_violations"] == 0
