@@ -16,6 +16,13 @@ from optimizer.load import load_problem
 from optimizer.pipeline import run
 
 
+def pytest_configure(config):
+    # one build per distinct model input in each test process (tests/build_memo.py says why and how)
+    import build_memo
+
+    build_memo.install()
+
+
 def write_problem(tmp_path: Path, data: dict | str, name: str = "problem.yaml") -> Path:
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
