@@ -10,12 +10,13 @@ the suite (2026-11-30, 2 processes): 701 builds taking 218 s, of which 356
 
 The memo hands out a copy of the model built first for the same input.
 That is the same model only because the build is a function of its input;
-``test_presolve.py::test_a_model_built_twice_from_one_input_is_the_same``
+``test_build_memo.py::test_a_model_built_twice_from_one_input_is_the_same``
 asserts it on models of every kind with the memo bypassed (:func:`fresh`).
 The input is everything the build reads, compared by content:
 
-- the problem's tables and file (its path left out: the build never reads
-  it; the candidates, which do, are part of the key by content),
+- the problem's tables and its file as parsed (not the file's path: the
+  build never reads it; the candidates, which do, are part of the key by
+  content),
 - the candidates' tables and efficiency factors,
 - the reductions' switch and the cuts asked for,
 - the code: every name the model's modules define, and every attribute of
