@@ -40,6 +40,9 @@ import sys
 import threading
 from collections import OrderedDict
 
+from optimizer.model.presolve import CUTS
+from optimizer.model.reprice import candidates_digest
+
 #: the modules a build runs through; a name patched in any of them changes the key
 MODEL_MODULES = ("optimizer.model.formulation", "optimizer.model.presolve", "optimizer.model.strengthen",
                  "optimizer.model.mip", "optimizer.model.expr")
@@ -85,15 +88,12 @@ class BuildMemo:
         ids, objects = _code()
         digest = hashlib.sha256()
         for part in (problem.periods, problem.offerings, problem.services, problem.jobs,
-                     problem.spec.model_dump(mode="python"), problem.catalog_version,
-                     cands.inference, cands.training, cands.efficiency, bool(enabled), tuple(cuts), ids):
+                     problem.spec.model_dump(mode="python"), problem.catalog_version, bool(enabled), tuple(cuts), ids):
             digest.update(_digest(part))
+        digest.update(candidates_digest(cands))  # the candidates' tables and efficiency factors
         return digest.digest(), objects
 
-    def __call__(self, problem, cands, enabled: bool = True, cuts=None):
-        from optimizer.model.presolve import CUTS
-
-        cuts = CUTS if cuts is None else cuts
+    def __call__(self, problem, cands, enabled: bool = True, cuts=CUTS):
         key, objects = self.key(problem, cands, enabled, cuts)
         with self.lock:
             kept = self.models.get(key)

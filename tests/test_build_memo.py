@@ -3,6 +3,7 @@ and the memo hands out equal, independent copies, and builds afresh where the co
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def test_a_model_built_twice_from_one_input_is_the_same(make):
     first, second = make(), make()
     a = build_memo.fresh(first, build_candidates(first))
     b = build_memo.fresh(second, build_candidates(second))
-    a = type(a)(**{**vars(a), "problem": b.problem})  # assert_same_model also checks whose problem it speaks of
+    a = dataclasses.replace(a, problem=b.problem)  # assert_same_model also checks whose problem it speaks of
     assert_same_model(a, b)
     assert a.mip.objective_constant == b.mip.objective_constant
 
@@ -50,7 +51,7 @@ def test_the_memo_hands_out_equal_copies_that_stay_apart():
     again = presolve.build(shipped("q3-profiled.yaml"), cands)  # another object of the same content
     assert (memo.builds, memo.hits) == (builds, hits + 1)
     assert again.mip is not first.mip
-    assert_same_model(type(again)(**{**vars(again), "problem": first.problem}), first)
+    assert_same_model(dataclasses.replace(again, problem=first.problem), first)
     # what a caller does to its copy reaches no other
     block = again.mip.variables["units-running"]
     block.upper[:] = 0.0
