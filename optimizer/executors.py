@@ -7,7 +7,8 @@ executor gives the same numbers for the same tasks.
 - ``inline``: one after the other, in this process (the default; no start-up).
 - threads of this process (:class:`Threads`): for tasks whose work runs
   outside Python's lock, such as HiGHS's search (the exact split's leaves).
-- ``local`` with ``workers > 1``: a pool of spawned processes. With
+- ``local`` with ``workers > 1``: a pool of local processes, each a fresh
+  interpreter (see :func:`process_context`). With
   ``lend``, its tasks share the machine's CPUs through a :class:`CpuLoan`:
   each task holds its share, and a task whose split has a leaf to spare
   borrows the CPU of a worker that waits for work (:class:`Lending`).
@@ -226,15 +227,49 @@ class Lending:
             self._give_back(keep=0)
 
 
+#: the modules whose functions a pool of local processes runs (and what they import), loaded once by the fork
+#: server before it forks a worker (:func:`process_context`)
+WORKER_MODULES = ["optimizer.pipeline", "optimizer.studies.sweep", "optimizer.studies.rentbuy",
+                  "optimizer.solve.split", "optimizer.solve.decompose", "optimizer.solve.period_polish"]
+
+
+def process_context():
+    """How a pool of local processes starts them: forked by a fork server that imported :data:`WORKER_MODULES`.
+
+    Never a fork of this process: its HiGHS threads may hold locks a forked
+    copy would wait on for ever. The fork server is a fresh interpreter,
+    started once per gpuopt process at its first pool, that imports the
+    workers' modules and then only forks: each worker starts with them
+    imported, in milliseconds, where a spawned one spends a second of CPU
+    importing pandas, SciPy and HiGHS again, and every pool after the first
+    costs no imports at all (docs/performance.md, "Workers forked by a fork
+    server"). A worker sees the environment the fork server started with.
+    Where the system has no fork server (Windows), workers are spawned.
+    """
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(WORKER_MODULES)  # read when the server starts, at the first pool
+    return ctx
+
+
+def loaded(names: list[str]) -> dict[str, bool]:
+    """Which of the modules ``names`` this process has imported (what a worker started with, when asked first)."""
+    import sys
+
+    return {n: n in sys.modules for n in names}
+
+
 class Processes:
-    """A pool of ``workers`` spawned processes on this machine; with ``lend``, sharing its CPUs (:class:`CpuLoan`)."""
+    """A pool of ``workers`` local processes (:func:`process_context`); with ``lend``, sharing the machine's CPUs
+    (:class:`CpuLoan`)."""
 
     def __init__(self, workers: int, lend: bool = False):
-        import multiprocessing as mp
-
         self.workers = workers
         self._lend = lend
-        ctx = mp.get_context("spawn")
+        ctx = process_context()
         extra = {}
         if lend:
             share = max(1, cpus() // workers)

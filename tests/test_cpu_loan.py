@@ -79,3 +79,32 @@ def test_a_lending_process_pool_holds_each_tasks_share_while_it_runs(lend):
     finally:
         pool.close()
     assert seen == ((0, cpus()) if lend else None)
+
+
+def test_pool_workers_come_from_a_fork_server_that_imported_every_module_a_task_runs_from():
+    import importlib
+
+    from optimizer.solve.decompose import solve_part
+    from optimizer.solve.period_polish import solve_restriction
+    from optimizer.solve.split import solve_leaf
+    from optimizer.studies.rentbuy import solve_copy
+    from optimizer.studies.sweep import solve_task
+
+    if "forkserver" in mp.get_all_start_methods():
+        assert executors.process_context().get_start_method() == "forkserver"
+    for name in executors.WORKER_MODULES:
+        importlib.import_module(name)  # a name the server cannot import would be skipped without a word
+    for task in (solve_task, solve_copy, solve_leaf, solve_part, solve_restriction):
+        assert task.__module__ in executors.WORKER_MODULES, task
+
+
+def test_a_pool_after_the_first_runs_its_tasks_in_workers_with_the_modules_already_imported():
+    pools = [Processes(2) for _ in range(2)]
+    try:
+        for pool in pools:
+            assert sorted(f.result(timeout=60) for f in [pool.submit(abs, -3), pool.submit(abs, 4)]) == [3, 4]
+        seen = pools[1].submit(executors.loaded, ["optimizer.pipeline", "optimizer.studies.sweep"]).result(60)
+        assert seen == {"optimizer.pipeline": True, "optimizer.studies.sweep": True}
+    finally:
+        for pool in pools:
+            pool.close()

@@ -10,7 +10,7 @@ results are always reported in it, however they were computed.
 Execution: :func:`run_tasks` solves independent *tasks* (plain data: the
 problem's YAML data already changed for that point, the file name it came
 from, solver options) in this process, in a pool of processes
-(``concurrent.futures.ProcessPoolExecutor``, spawned) or on a Dask cluster
+(``concurrent.futures.ProcessPoolExecutor``, :func:`optimizer.executors.process_context`) or on a Dask cluster
 (``dask.distributed``). Each task returns :func:`optimizer.studies.whatif.summary`
 of its plan, so every executor gives the same numbers.
 """
