@@ -12,9 +12,10 @@ model, the plan and the cost semantics disagree; it is a bug.
 
 from __future__ import annotations
 
+import collections
+import functools
 import math
 
-import numpy as np
 import pandas as pd
 
 from .load import provider_allowed
@@ -43,7 +44,12 @@ class _Data:
         self.pr = pr
         self.O = pr.offerings
         self.P = pr.periods
-        self.pos = {p: i for i, p in enumerate(self.P.index)}
+        # every row by its label as a dict: the checks look fields up one at a time, and a pandas lookup
+        # (.at, .loc) costs a hundred times a dictionary's (docs/performance.md, "The audit on dictionaries")
+        self.o = _by_label(self.O)
+        self.p = _by_label(self.P)
+        self.periods = list(self.P.index)
+        self.pos = {p: i for i, p in enumerate(self.periods)}
         self.services = {s.name: s for s in pr.services}
         self.jobs = {j.name: j for j in pr.jobs}
         self.cands = plan.candidates
@@ -55,67 +61,81 @@ class _Data:
         for m, h in zip(self.P["month"], self.P["hours"]):
             self.end_month = max(self.end_month, float(m) + float(h) / HOURS_PER_MONTH)
 
-    def off(self, oid: str):
-        return self.O.loc[oid]
+    def off(self, oid: str) -> dict:
+        return self.o[oid]
 
     def per_gpu(self, oid: str) -> bool:
-        return self.O.at[oid, "billing"] == "per_gpu"
+        return self.o[oid]["billing"] == "per_gpu"
 
     def unit_gpus(self, oid: str) -> int:
         """GPUs of one billed unit: the machine, or one GPU when billed by the GPU."""
-        return 1 if self.per_gpu(oid) else int(self.O.at[oid, "gpus_per_unit"])
+        return 1 if self.per_gpu(oid) else int(self.o[oid]["gpus_per_unit"])
 
     def unit_price(self, oid: str) -> float:
-        p = float(self.O.at[oid, "price_per_hour"])
-        return p / int(self.O.at[oid, "gpus_per_unit"]) if self.per_gpu(oid) else p
+        p = float(self.o[oid]["price_per_hour"])
+        return p / int(self.o[oid]["gpus_per_unit"]) if self.per_gpu(oid) else p
 
     def quota(self, oid: str) -> float:
-        q = self.O.at[oid, "max_units"]
+        q = self.o[oid]["max_units"]
         if pd.isna(q):
             return math.inf
-        return float(q) * (int(self.O.at[oid, "gpus_per_unit"]) if self.per_gpu(oid) else 1.0)
+        return float(q) * (int(self.o[oid]["gpus_per_unit"]) if self.per_gpu(oid) else 1.0)
 
     def discount(self, month: float) -> float:
         return (1.0 + self.rate) ** (-float(month) / 12.0)
 
     def energy(self, oid: str) -> float:
         """Energy cost of one busy owned GPU-hour."""
-        o = self.O.loc[oid]
+        o = self.o[oid]
         return float(o["power_kw"]) / int(o["gpus_per_unit"]) * float(o["pue"]) * float(o["electricity_per_kwh"])
 
     def block_of(self, oid: str, period: str) -> int:
         """The term block a reserved offering's period falls in: whole terms since the horizon start."""
-        return int(self.P.at[period, "month"]) // int(self.O.at[oid, "term_months"])
+        return int(self.p[period]["month"]) // int(self.o[oid]["term_months"])
 
     def machines(self, oid: str, gpus: int) -> int:
-        return -(-int(gpus) // int(self.O.at[oid, "gpus_per_unit"]))
+        return -(-int(gpus) // int(self.o[oid]["gpus_per_unit"]))
 
     def waste(self, oid: str, job, gpus: int) -> float:
         """Young/Daly: checkpoint writes, plus half an interval and a restart per interruption."""
-        if self.O.at[oid, "pricing"] != "spot":
+        if self.o[oid]["pricing"] != "spot":
             return 0.0
-        lam = float(self.O.at[oid, "interruptions_per_hour"]) * self.machines(oid, gpus)
+        lam = float(self.o[oid]["interruptions_per_hour"]) * self.machines(oid, gpus)
         tau = float(job.checkpoint_minutes) / 60.0
         write = float(self.eff["checkpoint_write_minutes"]) / 60.0
         restart = float(self.eff["restart_minutes"]) / 60.0
         return write / tau + lam * (tau / 2.0 + restart)
 
+    @functools.cached_property
+    def job_rows(self) -> dict[tuple[str, str], list]:
+        """The candidate rows of each (job, configuration), in the candidate table's order."""
+        out: dict[tuple[str, str], list] = {}
+        for r in _rows(self.cands.training):
+            out.setdefault((r.job, r.config), []).append(r)
+        return out
+
     def job_hours(self, job: str, config: str, oid: str) -> float | None:
         """Hours the job takes on this configuration on this offering (its link profile's row)."""
-        tc = self.cands.training
-        rows = tc[(tc["job"] == job) & (tc["config"] == config)]
-        host = int(self.O.at[oid, "gpus_per_unit"])
-        if rows.empty:
+        rows = self.job_rows.get((job, config), [])
+        host = int(self.o[oid]["gpus_per_unit"])
+        if not rows:
             return None
-        gpus = int(rows["gpus"].iloc[0])
-        if gpus > host:
-            link = rows[(rows["gpus_per_node"] == host)
-                        & np.isclose(rows["fabric_gbps_per_gpu"].astype(float),
-                                     float(self.O.at[oid, "fabric_gbps_per_gpu"]))]
-            if len(link):
-                return float(link["hours"].iloc[0])
-        anyl = rows[rows["gpus_per_node"].isna()]
-        return float(anyl["hours"].iloc[0]) if len(anyl) else None
+        if int(rows[0].gpus) > host:
+            fabric = float(self.o[oid]["fabric_gbps_per_gpu"])
+            link = [r for r in rows if r.gpus_per_node == host and _isclose(_float(r.fabric_gbps_per_gpu), fabric)]
+            if link:
+                return float(link[0].hours)
+        anyl = [r for r in rows if pd.isna(r.gpus_per_node)]
+        return float(anyl[0].hours) if anyl else None
+
+
+def _float(x) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _isclose(a: float, b: float) -> bool:
+    """NumPy's ``isclose`` on two numbers (relative 1e-5, absolute 1e-8; never for a missing value)."""
+    return a == b or abs(a - b) <= 1e-8 + 1e-5 * abs(b)
 
 
 def audit(plan) -> list[str]:
@@ -142,10 +162,10 @@ def _offerings_allowed(plan, d: _Data) -> list[str]:
     used = set(plan.inference["offering"]) | set(plan.training["offering"]) | set(plan.commitments["offering"])
     spec = d.pr.spec
     for oid in sorted(used):
-        if oid not in d.O.index:
+        if oid not in d.o:
             v.append(f"offering {oid}: not an offering of this problem (excluded or unknown)")
             continue
-        o = d.O.loc[oid]
+        o = d.o[oid]
         if o["from_catalog"] and o["pricing"] == "owned" and not spec.allow.buy:
             v.append(f"offering {oid}: a catalog server is bought without allow.buy")
         if (o["from_catalog"] and o["pricing"] == "reserved" and o["term_months"] * HOURS_PER_MONTH > d.H + 1e-6
@@ -159,7 +179,7 @@ def _offerings_allowed(plan, d: _Data) -> list[str]:
 def _placement(plan, d: _Data) -> list[str]:
     """GPU type, a replica inside one machine, regions, spot, providers; cluster topology."""
     v = []
-    for r in plan.inference.itertuples():
+    for r in _rows(plan.inference):
         s, o = d.services[r.service], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"inference {r.service}/{r.period}: config GPU {r.gpu} on offering of {o['gpu']}")
@@ -171,7 +191,7 @@ def _placement(plan, d: _Data) -> list[str]:
             v.append(f"inference {r.service}: on spot without spot: true")
         if not provider_allowed(s.providers, o["provider"] if isinstance(o["provider"], str) else None):
             v.append(f"inference {r.service}: provider {o['provider']} not allowed")
-    for r in plan.training.itertuples():
+    for r in _rows(plan.training):
         j, o = d.jobs[r.job], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"training {r.job}: GPU {r.gpu} on offering of {o['gpu']}")
@@ -189,12 +209,32 @@ def _placement(plan, d: _Data) -> list[str]:
         if machines > 1 and pd.notna(o["max_cluster_units"]) and machines > o["max_cluster_units"]:
             v.append(f"topology {r.job} on {r.offering}: {machines} machines > max_cluster_units "
                      f"{int(o['max_cluster_units'])}")
-        m = int(d.P.at[r.period, "month"])
+        m = int(d.p[r.period]["month"])
         if not (j.start_month <= m <= j.deadline_month):
             v.append(f"training {r.job}: runs in month {m} outside {j.start_month}..{j.deadline_month}")
-        if _over(r.hours, float(d.P.at[r.period, "hours"])):
-            v.append(f"training {r.job}/{r.period}: {r.hours:g} h in a {d.P.at[r.period, 'hours']:g} h period")
+        if _over(r.hours, float(d.p[r.period]["hours"])):
+            v.append(f"training {r.job}/{r.period}: {r.hours:g} h in a {d.p[r.period]['hours']:g} h period")
     return v
+
+
+@functools.cache
+def _row_type(columns: tuple[str, ...]) -> type:
+    return collections.namedtuple("Row", ["Index", *columns], rename=True)
+
+
+def _rows(table: pd.DataFrame) -> list:
+    """The rows of ``table`` as named tuples, as ``table.itertuples()`` gives them (the index first, Python
+    scalars), read from one object array: ``itertuples`` makes a Series of every column and a new tuple type
+    at every call (0.5 ms each: the audit of one plan made 18)."""
+    make = _row_type(tuple(table.columns))._make
+    return [make(r) for r in zip(table.index.tolist(), *zip(*table.to_numpy(dtype=object).tolist()))] \
+        if len(table.columns) else [make((i,)) for i in table.index.tolist()]
+
+
+def _by_label(table: pd.DataFrame) -> dict[object, dict]:
+    """Every row of ``table`` as a dict of its fields (Python scalars), by its index label."""
+    cols = list(table.columns)
+    return {k: dict(zip(cols, v)) for k, v in zip(table.index.tolist(), table.to_numpy(dtype=object).tolist())}
 
 
 def _sums(rows, key, value) -> dict:
@@ -222,13 +262,13 @@ def _groups(rows, key) -> dict:
 def _demand(plan, d: _Data) -> list[str]:
     """Demand met in every service, bucket and period; routing within replicas; floors."""
     v = []
-    inf = list(plan.inference.itertuples())
+    inf = list(_rows(plan.inference))
     c = d.cands.inference
     rps = dict(zip(zip(c["service"], c["config"], c["bucket"]), c["rps"].astype(float)))
-    demand = list(d.pr.demand().itertuples())
+    demand = list(_rows(d.pr.demand()))
     reps = _sums(inf, lambda r: (r.service, r.period), lambda r: r.replicas)
     for s in d.services:
-        for p in d.P.index:
+        for p in d.periods:
             n, floor = reps.get((s, p), 0), d.services[s].min_replicas
             if n < floor:
                 v.append(f"inference {s}/{p}: {n} replicas < min {floor}")
@@ -244,7 +284,7 @@ def _demand(plan, d: _Data) -> list[str]:
                 v.append(f"inference {s}/{p}: capacity {cap.get((s, p), 0.0):g} rps < demand {n:g}")
     many = {s.name for s in d.pr.services if len(s.buckets) > 1}
     if many:
-        rt = [r for r in plan.routing.itertuples() if r.service in many]
+        rt = [r for r in _rows(plan.routing) if r.service in many]
         need = _sums([r for r in demand if r.service in many], lambda r: (r.service, r.bucket, r.period),
                      lambda r: r.rps)
         got = _sums(rt, lambda r: (r.service, r.bucket, r.period), lambda r: r.rps)
@@ -267,7 +307,7 @@ def _demand(plan, d: _Data) -> list[str]:
 def _training(plan, d: _Data) -> list[str]:
     """One configuration per job, period hours, and the whole job done (spot waste recomputed)."""
     v = []
-    by_job = _groups(plan.training.itertuples(), lambda r: r.job)
+    by_job = _groups(_rows(plan.training), lambda r: r.job)
     hours_of: dict = {}  # job_hours per (job, configuration, offering), looked up once
     for j in d.pr.jobs:
         rows = by_job.get(j.name, [])
@@ -278,7 +318,7 @@ def _training(plan, d: _Data) -> list[str]:
         (c,) = configs
         per = _sums(rows, lambda r: r.period, lambda r: r.hours)
         for p in sorted(per):
-            if _over(per[p], float(d.P.at[p, "hours"])):
+            if _over(per[p], float(d.p[p]["hours"])):
                 v.append(f"training {j.name}/{p}: {per[p]:g} h > period hours")
         done = 0.0
         for r in rows:
@@ -302,15 +342,15 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
     """Units held for the whole period per (offering, period): running, reserved (own blocks), owned."""
     held: dict[tuple[str, str], float] = {}
     com = plan.commitments
-    for r in com.itertuples():
+    for r in _rows(com):
         o = d.off(r.offering)
         if r.pricing == "reserved":
-            periods = [p for p in d.P.index if d.block_of(r.offering, p) == int(r.block)]
+            periods = [p for p in d.periods if d.block_of(r.offering, p) == int(r.block)]
             if int(r.start_month) != int(r.block) * int(o["term_months"]):
                 v.append(f"commitment {r.offering} block {r.block}: starts at month {r.start_month}, "
                          f"not {int(r.block) * int(o['term_months'])}")
         else:
-            periods = list(d.P.index)
+            periods = list(d.periods)
             if int(r.existing_units) != int(o["existing_units"] or 0):
                 v.append(f"commitment {r.offering}: {r.existing_units} existing units, the offering says "
                          f"{o['existing_units']}")
@@ -318,7 +358,7 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
             held[(r.offering, p)] = held.get((r.offering, p), 0.0) + float(r.units)
         if _over(float(r.units), d.quota(r.offering)):
             v.append(f"units {r.offering}: {r.units} > max_units {o['max_units']:g}")
-    for r in plan.usage.itertuples():
+    for r in _rows(plan.usage):
         if r.pricing in PAY_PER_HOUR and r.units > 0:
             held[(r.offering, r.period)] = held.get((r.offering, r.period), 0.0) + float(r.units)
     return held
@@ -327,13 +367,13 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
 def _capacity(plan, d: _Data, held: dict) -> list[str]:
     """Inference and training fit in what is held, clusters whole, quotas kept, period by period."""
     v = []
-    tr = list(plan.training.itertuples())
-    I = _sums(plan.inference.itertuples(), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    tr = list(_rows(plan.training))
+    I = _sums(_rows(plan.inference), lambda r: (r.offering, r.period), lambda r: r.gpus)
     shared = [r for r in tr if r.mode == "shared"]
     T = _sums(shared, lambda r: (r.offering, r.period), lambda r: r.gpus * r.hours)
     for (o, p) in sorted(set(I) | set(T) | set(held)):
         gpus = held.get((o, p), 0.0) * d.unit_gpus(o)
-        used = float(I.get((o, p), 0.0)) + float(T.get((o, p), 0.0)) / float(d.P.at[p, "hours"])
+        used = float(I.get((o, p), 0.0)) + float(T.get((o, p), 0.0)) / float(d.p[p]["hours"])
         if _over(used, gpus):
             v.append(f"capacity {o}/{p}: {used:g} GPUs used > {gpus:g} held")
     for r in shared:
@@ -347,9 +387,9 @@ def _capacity(plan, d: _Data, held: dict) -> list[str]:
             v.append(f"training {r.job} on {r.offering}: billed {r.billed_units} units, not {billed}")
     # units rented by the hour, averaged over the period
     avg = _sums(hourly, lambda r: (r.offering, r.period),
-                lambda r: r.billed_units * r.hours / float(d.P.at[r.period, "hours"]))
-    for (o, p) in sorted({k for k in held if d.O.at[k[0], "pricing"] in PAY_PER_HOUR} | set(avg)):
-        run = held.get((o, p), 0.0) if d.O.at[o, "pricing"] in PAY_PER_HOUR else 0.0
+                lambda r: r.billed_units * r.hours / float(d.p[r.period]["hours"]))
+    for (o, p) in sorted({k for k in held if d.o[k[0]]["pricing"] in PAY_PER_HOUR} | set(avg)):
+        run = held.get((o, p), 0.0) if d.o[o]["pricing"] in PAY_PER_HOUR else 0.0
         if _over(run + float(avg.get((o, p), 0.0)), d.quota(o)):
             v.append(f"quota {o}/{p}: {run:g} units running + {float(avg.get((o, p), 0.0)):g} hourly > max_units")
     for r in hourly:
@@ -372,15 +412,15 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
     v = []
     if plan.timetable_error:
         return [f"timetable: none can be built ({plan.timetable_error})"]
-    tt = list(plan.timetable.itertuples())
+    tt = list(_rows(plan.timetable))
     got = _sums(tt, lambda s: (s.job, s.period, s.offering, s.mode), lambda s: s.hours)
-    for r in plan.training.itertuples():
+    for r in _rows(plan.training):
         laid = float(got.get((r.job, r.period, r.offering, r.mode), 0.0))
         if not _close(laid, float(r.hours), abs_=1e-4):
             v.append(f"timetable {r.job}/{r.period}/{r.offering} ({r.mode}): {laid:g} h laid out, {r.hours:g} h planned")
     tol = 1e-5
     for s in tt:
-        h = float(d.P.at[s.period, "hours"])
+        h = float(d.p[s.period]["hours"])
         if s.start_hour < -tol or s.end_hour > h + tol or s.end_hour < s.start_hour - tol:
             v.append(f"timetable {s.job}/{s.period}: stretch {s.start_hour:g}-{s.end_hour:g} h outside 0-{h:g} h")
     for key, what in ((lambda s: (s.job, s.period), "runs twice at once"),
@@ -390,7 +430,7 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
             g = sorted(groups[k], key=lambda s: s.start_hour)  # stable, as one stretch after another
             if any(b.start_hour < a.end_hour - tol for a, b in zip(g, g[1:])):
                 v.append(f"timetable {'/'.join(map(str, k))}: {what}")
-    inf = _sums(plan.inference.itertuples(), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    inf = _sums(_rows(plan.inference), lambda r: (r.offering, r.period), lambda r: r.gpus)
     pools = _groups(tt, lambda s: (s.offering, s.period))
     for (o, p) in sorted(pools):
         g = pools[(o, p)]
@@ -402,7 +442,7 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
             if shared and _over(shared + float(inf.get((o, p), 0.0)), units * d.unit_gpus(o)):
                 v.append(f"timetable {o}/{p} at {t0:g} h: {shared:g} training GPUs + {inf.get((o, p), 0.0):g} "
                          f"inference GPUs > {units * d.unit_gpus(o):g} held")
-            running = units if d.O.at[o, "pricing"] in PAY_PER_HOUR else 0.0
+            running = units if d.o[o]["pricing"] in PAY_PER_HOUR else 0.0
             if hourly and _over(running + hourly, d.quota(o)):
                 v.append(f"timetable {o}/{p} at {t0:g} h: {running:g} units running + {hourly:g} hourly > max_units")
     return v
@@ -430,7 +470,7 @@ def _stability(plan, d: _Data) -> list[str]:
                 v.append(f"stability {s.name}/{b}: {len(cfgs)} configurations > max_configurations {n}")
     starts = plan.starts.set_index(["service", "config", "offering", "period"])["started"] if len(plan.starts) else {}
     x = inf.set_index(["service", "config", "offering", "period"])["replicas"]
-    periods = list(d.P.index)
+    periods = list(d.periods)
     for s in d.pr.services:
         if d.pr.stability(s)[1] <= 0:
             continue
@@ -446,44 +486,44 @@ def _stability(plan, d: _Data) -> list[str]:
 
 def _costs(plan, d: _Data, held: dict) -> list[str]:
     """The cost and its present value recomputed item by item; against the ledger and the solver."""
-    pr, P, O = d.pr, d.P, d.O
+    pr = d.pr
     full = pr.spec.finance.commitments == "full"
     cost = pv = 0.0
-    disc = {p: d.discount(P.at[p, "month"]) for p in P.index}
+    disc = {p: d.discount(d.p[p]["month"]) for p in d.periods}
     # rented units running, whole periods
     for (o, p), n in held.items():
-        if O.at[o, "pricing"] in PAY_PER_HOUR:
-            c = n * d.unit_price(o) * float(P.at[p, "hours"])
+        if d.o[o]["pricing"] in PAY_PER_HOUR:
+            c = n * d.unit_price(o) * float(d.p[p]["hours"])
             cost, pv = cost + c, pv + c * disc[p]
     tr = plan.training
-    for r in tr.itertuples():
+    for r in _rows(tr):
         if r.mode == "hourly":
             c = r.billed_units * d.unit_price(r.offering) * r.hours
-        elif O.at[r.offering, "pricing"] == "owned":
+        elif d.o[r.offering]["pricing"] == "owned":
             c = r.gpus * r.hours * d.energy(r.offering)
         else:
             c = 0.0
         cost, pv = cost + c, pv + c * disc[r.period]
-    for r in plan.inference.itertuples():
+    for r in _rows(plan.inference):
         if r.pricing == "owned":
-            c = r.gpus * float(P.at[r.period, "hours"]) * d.energy(r.offering)
+            c = r.gpus * float(d.p[r.period]["hours"]) * d.energy(r.offering)
             cost, pv = cost + c, pv + c * disc[r.period]
-    for r in plan.starts.itertuples():
+    for r in _rows(plan.starts):
         c = r.started * d.pr.stability(d.services[r.service])[1]
         cost, pv = cost + c, pv + c * disc[r.period]
     busy: dict = {}
-    for r in plan.inference.itertuples():
-        busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * float(P.at[r.period, "hours"])
-    for r in tr.itertuples():
+    for r in _rows(plan.inference):
+        busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * float(d.p[r.period]["hours"])
+    for r in _rows(tr):
         busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * r.hours
-    for r in plan.commitments.itertuples():
-        o = O.loc[r.offering]
+    for r in _rows(plan.commitments):
+        o = d.o[r.offering]
         if r.pricing == "reserved":
             price = float(o["price_per_hour"])
             start = int(r.block) * int(o["term_months"])
-            for p in P.index:
+            for p in d.periods:
                 if d.block_of(r.offering, p) == int(r.block):
-                    c = r.units * price * float(P.at[p, "hours"])
+                    c = r.units * price * float(d.p[p]["hours"])
                     cost, pv = cost + c, pv + c * disc[p]
             up = r.units * float(o["upfront"] or 0.0)
             cost, pv = cost + up, pv + up * d.discount(start)
@@ -508,8 +548,8 @@ def _costs(plan, d: _Data, held: dict) -> list[str]:
                 book = new * capex * (1 - (1 - res) * min(1.0, d.H / (life * HOURS_PER_YEAR)))
                 pv += new * capex - book * d.discount(d.end_month)
         e = d.energy(r.offering)
-        for p in P.index:
-            h = float(P.at[p, "hours"])
+        for p in d.periods:
+            h = float(d.p[p]["hours"])
             c = r.units * float(o["fixed_per_month"]) * h / HOURS_PER_MONTH
             idle = (r.units * int(o["gpus_per_unit"]) * h - busy.get((r.offering, p), 0.0)) * e * float(
                 o["idle_power_fraction"])

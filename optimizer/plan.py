@@ -284,6 +284,12 @@ def _holds(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> tuple[np.nda
     return np.nonzero(holds)  # row-major: row order, then period order
 
 
+#: the columns of a plan's ``commitments`` table, in order
+COMMITMENT_COLUMNS = ["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
+                      "existing_units", "gpus", "term_months", "months_after_horizon", "owed_after_horizon",
+                      "capex_spent", "book_value_at_end"]
+
+
 def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) -> pd.DataFrame:
     """Reserved units per term block and owned units, with what each commits after the horizon."""
     end = horizon_end_month(P)
@@ -301,6 +307,9 @@ def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) ->
                                            np.maximum(0.0, (life_h - H) / HOURS_PER_MONTH), np.nan)
     own["capex_spent"] = own["new_units"] * own["capex"]
     own["book_value_at_end"] = own["capex_spent"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
+    # only the columns the table keeps: both sides carry every column of their variable tables, and pandas
+    # joins two wide tables of different columns ten times as slowly as two narrow ones
+    res, own = (t[[c for c in COMMITMENT_COLUMNS if c in t]] for t in (res, own))
     rows = pd.concat([res, own], ignore_index=True)
     for col in ("owed_after_horizon", "capex_spent", "book_value_at_end"):
         if col not in rows:
@@ -308,9 +317,7 @@ def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) ->
     rows["gpus"] = rows["units"] * rows["offering"].map(O["host"])
     rows["block"] = rows["block"].astype(int)
     rows["start_month"] = rows["start_month"].astype(int)
-    return rows[["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
-                 "existing_units", "gpus", "term_months", "months_after_horizon", "owed_after_horizon",
-                 "capex_spent", "book_value_at_end"]].reset_index(drop=True)
+    return rows[COMMITMENT_COLUMNS].reset_index(drop=True)
 
 
 def commitment_warnings(plan: Plan) -> list[str]:
@@ -591,7 +598,8 @@ def allocate(plan: Plan) -> pd.DataFrame:
     tables are small, and pandas' cost per operation is what this took
     (docs/performance.md, "The plan's tables in NumPy").
     """
-    hours = plan.problem.periods["hours"]
+    periods = plan.problem.periods
+    hours = dict(zip(periods.index, periods["hours"].to_numpy(float)))
     L = plan.ledger
     off, per, item, wl = (L[c].to_numpy() for c in ("offering", "period", "item", "workload"))
     cost, pv = L["cost"].to_numpy(float), L["pv"].to_numpy(float)
@@ -599,13 +607,13 @@ def allocate(plan: Plan) -> pd.DataFrame:
     inf, t = plan.inference, plan.training[plan.training["mode"] != HOURLY]
     runs: dict[tuple, dict[str, float]] = {}
     for o, p, w, gh in [*zip(inf["offering"], inf["period"], inf["service"],
-                             (inf["gpus"] * inf["period"].map(hours)).to_numpy(float)),
+                             inf["gpus"].to_numpy(float) * np.array([hours[p] for p in inf["period"]], dtype=float)),
                         *zip(t["offering"], t["period"], t["job"], (t["gpus"] * t["hours"]).to_numpy(float))]:
         ws = runs.setdefault((o, p), {})
         ws[w] = ws.get(w, 0.0) + gh
     u = plan.usage
-    G = u["offering"].map(plan.data.offerings.set_index("offering")["G"])
-    cap = dict(zip(zip(u["offering"], u["period"]), (u["units"] * G * u["period"].map(hours)).to_numpy(float)))
+    G = dict(zip(plan.data.offerings["offering"], plan.data.offerings["G"].to_numpy(float)))
+    cap = {(o, p): n * G[o] * hours[p] for o, p, n in zip(u["offering"], u["period"], u["units"].to_numpy(float))}
     # over the horizon: each workload's GPU-hours per offering, and the offering's held GPU-hours
     over: dict[str, dict[str, float]] = {}
     for (o, _), ws in runs.items():
