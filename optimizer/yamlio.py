@@ -147,16 +147,20 @@ def _in_catalog(path: Path) -> bool:
     return path.resolve().is_relative_to(CATALOG_DIR.resolve())
 
 
+#: what :func:`_read_catalog_text` gives for a text the Python reader must read
+_TO_PYTHON = object()
+
+
 def _read_catalog_text(text: str) -> object:
-    """A catalog file's data by libyaml; None where the Python reader must read it (an alias, or anything
-    libyaml refuses), to refuse it with the message users know. An alias needs a ``*``: text without one has
-    none, and is not scanned for them."""
+    """A catalog file's data by libyaml; :data:`_TO_PYTHON` where the Python reader must read it (an alias, or
+    anything libyaml refuses), to refuse it with the message users know. An alias needs a ``*``: text without
+    one has none, and is not scanned for them."""
     try:
         if "*" in text and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_CatalogLoader)):
-            return None
+            return _TO_PYTHON
         return yaml.load(text, Loader=_CatalogLoader)  # noqa: S506 - safe loader subclass
     except yaml.YAMLError:
-        return None
+        return _TO_PYTHON
 
 
 def read_yaml(path: str | Path) -> object:
@@ -169,6 +173,6 @@ def read_yaml(path: str | Path) -> object:
     text = read_text(path)
     if _CatalogLoader is not None and _in_catalog(path):
         data = _read_catalog_text(text)
-        if data is not None:
+        if data is not _TO_PYTHON:
             return data
     return parse_yaml(text, str(path))
