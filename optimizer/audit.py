@@ -227,8 +227,7 @@ def _rows(table: pd.DataFrame) -> list:
     scalars), read from one object array: ``itertuples`` makes a Series of every column and a new tuple type
     at every call (0.5 ms each: the audit of one plan made 18)."""
     make = _row_type(tuple(table.columns))._make
-    return [make(r) for r in zip(table.index.tolist(), *zip(*table.to_numpy(dtype=object).tolist()))] \
-        if len(table.columns) else [make((i,)) for i in table.index.tolist()]
+    return [make((i, *r)) for i, r in zip(table.index.tolist(), table.to_numpy(dtype=object).tolist())]
 
 
 def _by_label(table: pd.DataFrame) -> dict[object, dict]:
