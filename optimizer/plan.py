@@ -296,12 +296,6 @@ def _holds(rows: pd.DataFrame, O: pd.DataFrame, P: pd.DataFrame) -> tuple[np.nda
     return np.nonzero(holds)  # row-major: row order, then period order
 
 
-#: the columns of a plan's ``commitments`` table, in order
-COMMITMENT_COLUMNS = ["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
-                      "existing_units", "gpus", "term_months", "months_after_horizon", "owed_after_horizon",
-                      "capex_spent", "book_value_at_end"]
-
-
 def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) -> pd.DataFrame:
     """Reserved units per term block and owned units, with what each commits after the horizon."""
     end = horizon_end_month(P)
@@ -319,9 +313,6 @@ def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) ->
                                            np.maximum(0.0, (life_h - H) / HOURS_PER_MONTH), np.nan)
     own["capex_spent"] = own["new_units"] * own["capex"]
     own["book_value_at_end"] = own["capex_spent"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
-    # only the columns the table keeps: both sides carry every column of their variable tables, and pandas
-    # joins two wide tables of different columns ten times as slowly as two narrow ones
-    res, own = (t[[c for c in COMMITMENT_COLUMNS if c in t]] for t in (res, own))
     rows = pd.concat([res, own], ignore_index=True)
     for col in ("owed_after_horizon", "capex_spent", "book_value_at_end"):
         if col not in rows:
@@ -329,7 +320,9 @@ def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) ->
     rows["gpus"] = rows["units"] * rows["offering"].map(O["host"])
     rows["block"] = rows["block"].astype(int)
     rows["start_month"] = rows["start_month"].astype(int)
-    return rows[COMMITMENT_COLUMNS].reset_index(drop=True)
+    return rows[["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
+                 "existing_units", "gpus", "term_months", "months_after_horizon", "owed_after_horizon",
+                 "capex_spent", "book_value_at_end"]].reset_index(drop=True)
 
 
 def commitment_warnings(plan: Plan) -> list[str]:
