@@ -42,23 +42,21 @@ class _Data:
     def __init__(self, plan):
         pr = plan.problem
         self.pr = pr
-        self.O = pr.offerings
-        self.P = pr.periods
+        P = pr.periods
         # every row by its label as a dict: the checks look fields up one at a time, and a pandas lookup
         # (.at, .loc) costs a hundred times a dictionary's (docs/performance.md, "The audit on dictionaries")
-        self.o = _by_label(self.O)
-        self.p = _by_label(self.P)
-        self.periods = list(self.P.index)
-        self.pos = {p: i for i, p in enumerate(self.periods)}
+        self.o = _by_label(pr.offerings)
+        self.p = _by_label(P)
+        self.periods = list(P.index)
         self.services = {s.name: s for s in pr.services}
         self.jobs = {j.name: j for j in pr.jobs}
         self.cands = plan.candidates
         self.eff = plan.candidates.efficiency
-        self.H = float(self.P["hours"].sum())
+        self.H = float(P["hours"].sum())
         self.rate = pr.discount_rate
         # the horizon ends a month after the last period's month, or when a long period ends
-        self.end_month = max(float(m) + 1.0 for m in self.P["month"])
-        for m, h in zip(self.P["month"], self.P["hours"]):
+        self.end_month = max(float(m) + 1.0 for m in P["month"])
+        for m, h in zip(P["month"], P["hours"]):
             self.end_month = max(self.end_month, float(m) + float(h) / HOURS_PER_MONTH)
 
     def off(self, oid: str) -> dict:
