@@ -255,13 +255,6 @@ def process_context():
     return ctx
 
 
-def loaded(names: list[str]) -> dict[str, bool]:
-    """Which of the modules ``names`` this process has imported (what a worker started with, when asked first)."""
-    import sys
-
-    return {n: n in sys.modules for n in names}
-
-
 class Processes:
     """A pool of ``workers`` local processes (:func:`process_context`); with ``lend``, sharing the machine's CPUs
     (:class:`CpuLoan`)."""
