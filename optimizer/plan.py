@@ -312,13 +312,16 @@ def _commitments(d: ModelData, O: pd.DataFrame, P: pd.DataFrame, units: dict) ->
                                            np.maximum(0.0, (life_h - H) / HOURS_PER_MONTH), np.nan)
     own["capex_spent"] = own["new_units"] * own["capex"]
     own["book_value_at_end"] = own["capex_spent"] * (1 - (1 - own["residual_fraction"]) * np.minimum(1.0, H / life_h))
-    rows = pd.concat([res, own], ignore_index=True)
+    # an empty side is left out (pandas before 3 and 3 itself type its columns differently), and the types are the
+    # table's own: whole units and months, the rest numbers that a row of the other kind leaves missing
+    rows = pd.concat([t for t in (res, own) if len(t)] or [res], ignore_index=True)
     for col in ("owed_after_horizon", "capex_spent", "book_value_at_end"):
         if col not in rows:
             rows[col] = np.nan
+    rows = rows.astype({"block": int, "start_month": int, "units": int, "new_units": float, "existing_units": float,
+                        "term_months": float, "months_after_horizon": float, "owed_after_horizon": float,
+                        "capex_spent": float, "book_value_at_end": float})
     rows["gpus"] = rows["units"] * rows["offering"].map(O["host"])
-    rows["block"] = rows["block"].astype(int)
-    rows["start_month"] = rows["start_month"].astype(int)
     return rows[["offering", "pricing", "gpu", "region", "block", "start_month", "units", "new_units",
                  "existing_units", "gpus", "term_months", "months_after_horizon", "owed_after_horizon",
                  "capex_spent", "book_value_at_end"]].reset_index(drop=True)

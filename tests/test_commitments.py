@@ -49,3 +49,25 @@ def test_whole_units_are_chosen_not_rounded(tmp_path, solver):
     assert lp.status == Status.OPTIMAL and lp.objective == pytest.approx(1_500)
     res = driver.solve(model, solver, gap=1e-9)
     assert res.status == Status.OPTIMAL and res.objective == pytest.approx(1_500)
+
+
+def test_the_commitments_table_holds_numbers_whatever_kinds_the_plan_commits(tmp_path):
+    # 8 one-GPU replicas for 200 h: one reserved 8-GPU unit (8 $/h × 200 h = 1,600) beats eight on-demand GPUs
+    # (8 × 1.5 × 200 = 2,400). Its 12-month term outlives the 2-month horizon by 10 months, owed at
+    # 8 $/h × 730 h/month × 10 = 58,400; a reserved row has no capex, so capex and book value are missing numbers.
+    # Only reserved rows: the table's columns used to be typed by pandas' rules for joining an empty table of
+    # owned rows, which made these three columns Python objects (and differ between pandas 2.2 and 3).
+    from optimizer.api import solve
+
+    spec = {**IDLE_UNIT, "inference": [{**IDLE_UNIT["inference"][0], "demand_rps": 8.0}]}
+    plan = solve(write_problem(tmp_path, spec))
+    assert plan.objective == pytest.approx(1_600)
+    com = plan.commitments
+    assert list(com["offering"]) == ["res"] and list(com["units"]) == [1]
+    for col in ("new_units", "existing_units", "term_months", "months_after_horizon", "owed_after_horizon",
+                "capex_spent", "book_value_at_end"):
+        assert com[col].dtype == float, col
+    assert com.loc[0, "months_after_horizon"] == pytest.approx(10)
+    assert com.loc[0, "owed_after_horizon"] == pytest.approx(58_400)
+    assert com[["capex_spent", "book_value_at_end", "new_units"]].isna().all().all()
+    assert plan.after_horizon()["owed_after_horizon"] == pytest.approx(58_400)

@@ -131,8 +131,9 @@ def offering_table(problem: Problem) -> pd.DataFrame:
     O["interruptions"] = O["interruptions_per_hour"].astype(float).fillna(0.0)  # only non-spot rows are empty
     O["existing"] = O["existing_units"].fillna(0).astype(int)
     # energy per busy GPU-hour of an owned GPU; idle GPU-hours pay idle_power_fraction of it
-    O["energy_per_gpu_hour"] = (O["power_kw"].fillna(0) / O["host"] * O["pue"].fillna(1.0)
-                                * O["electricity_per_kwh"].fillna(0))
+    # (numbers on owned rows, empty elsewhere: as floats, so an empty one is a missing number, not an object)
+    O["energy_per_gpu_hour"] = (O["power_kw"].astype(float).fillna(0) / O["host"] * O["pue"].astype(float).fillna(1.0)
+                                * O["electricity_per_kwh"].astype(float).fillna(0))
     O["provider_key"] = [p.lower() if isinstance(p, str) else None for p in O["provider"]]
     return O
 

@@ -520,7 +520,10 @@ def _row_codes(columns, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """
     code = np.zeros(len(columns[keys[0]]) if keys else 0, dtype=np.int64)
     for k in keys:
-        c, u = pd.factorize(columns[k], sort=False, use_na_sentinel=False)
+        column = columns[k]
+        if isinstance(column, pd.arrays.NumpyExtensionArray):
+            column = column.to_numpy()  # pandas 2.2 warns on factorising this wrapper; its array factorises alike
+        c, u = pd.factorize(column, sort=False, use_na_sentinel=False)
         code = pd.factorize(code * len(u) + c, sort=False)[0]
     n = int(code.max()) + 1 if len(code) else 0
     first = np.empty(n, dtype=np.int64)

@@ -192,7 +192,8 @@ def tighten_bounds(mip: MIP, d: ModelData, vt: dict) -> dict[str, int]:
 
     held = vt["units-held"]
     idx = pd.MultiIndex.from_frame(held[["offering", "period"]])
-    total = inf_gpus.reindex(idx).fillna(0.0).to_numpy() + tr_gpus.reindex(idx).fillna(0.0).to_numpy()
+    total = (inf_gpus.reindex(idx).astype(float).fillna(0.0).to_numpy()
+             + tr_gpus.reindex(idx).astype(float).fillna(0.0).to_numpy())
     h = held.assign(units=np.ceil(total / held["G"].to_numpy(float) - 1e-9) - held["existing"].to_numpy(float))
     ub = h.groupby("var")["units"].max().clip(lower=0.0)
     for block in ("units-running", "units-reserved", "units-owned-new"):

@@ -471,7 +471,9 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
     else:
         df["best"] = False
     df["best"] = df["best"].fillna(False).astype(bool)
-    ut = pd.concat(units, ignore_index=True) if units else pd.DataFrame()
+    # a plan without units adds nothing (its empty table's types would make every column text)
+    listed = [u for u in units if len(u)]
+    ut = pd.concat(listed, ignore_index=True) if listed else pd.DataFrame()
     if not ut.empty:
         ut = ut[["strategy"] + [c for c in ut.columns if c != "strategy"]]
     else:
