@@ -281,3 +281,87 @@ def test_in_a_worker_of_a_lending_pool_the_leaves_borrow_idle_cpus(solve, monkey
     assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
     assert len(seen) >= 2 and all(name.startswith("gpuopt") and n == 1 for name, n in seen), seen
     assert lender.free == 1
+
+
+class InOrder:
+    """An executor of two workers whose leaves finish in the order handed out, and only while the split waits.
+
+    The earliest leaf handed out finishes once it has been polled twice since
+    the last hand-out with both workers busy, or three times with one (the
+    split reads back what has finished by polling every running leaf once,
+    and waits by polling again). It records, for every leaf handed out, its
+    search (first pass or proof), its arrays (one object per leaf) and
+    whether a first pass was still running then.
+    """
+
+    workers = 2
+
+    def __init__(self):
+        self.pending: list[list] = []  # [future, task, polls since the last hand-out]
+        self.handed: list[tuple[str, int, bool]] = []
+
+    def submit(self, fn, arg):
+        fut = _PolledAlone(self)
+        if not isinstance(arg, split.LeafTask):
+            fut.set_result(fn(arg))
+            return fut
+        first_running = any(t.gap >= 0.1 - 1e-12 for _, t, _ in self.pending)
+        self.handed.append(("first" if arg.gap >= 0.1 - 1e-12 else "proof", id(arg.arrays), first_running))
+        for item in self.pending:
+            item[2] = 0
+        self.pending.append([fut, arg, 0])
+        return fut
+
+    def poll(self, fut) -> None:
+        item = next(it for it in self.pending if it[0] is fut)
+        item[2] += 1
+        if item is self.pending[0] and item[2] >= (2 if len(self.pending) >= self.workers else 3):
+            self.pending.pop(0)
+            fut.set_result(split.solve_leaf(item[1]))
+
+    def close(self) -> None:
+        pass
+
+
+class _PolledAlone(cf.Future):
+    def __init__(self, pool: InOrder):
+        super().__init__()
+        self.pool = pool
+
+    def done(self) -> bool:
+        if not super().done():
+            self.pool.poll(self)
+        return super().done()
+
+
+def test_a_proof_starts_on_a_free_worker_lowest_bound_first(solve, monkeypatch):
+    # reserved_flip's three leaves (optima 1,200, then 1,000 and 1,100 under the cutoff 1,200; optimum 1,000)
+    # come back from their first pass, to the guide's gap, unproven: their bounds at half, 95 % and 80 % of
+    # their plans (600, 950, 880; valid, only less sharp). The first goes out alone; the other two together,
+    # and the 1,000 leaf comes back first. A worker is then free while the 1,100 leaf's first pass runs:
+    # the 1,200 leaf's proof (bound 600, the lowest open) takes it at once rather than waiting for every
+    # first pass. When the 1,100 leaf comes back (bound 880), the next free worker proves it before the
+    # 1,000 leaf (950): the lowest bound known when a worker frees goes first.
+    from optimizer.solve.result import SolveResult
+
+    real = split.solve_leaf
+    share = {1_200: 0.5, 1_000: 0.95, 1_100: 0.8}
+
+    def stand_in(task: split.LeafTask) -> SolveResult:
+        r = real(task)
+        if task.gap >= 0.1 - 1e-12 and r.status.has_plan:
+            r.status, r.bound = Status.FEASIBLE, share[round(r.objective)] * r.objective
+        return r
+
+    monkeypatch.setattr(split, "solve_leaf", stand_in)
+    pool = InOrder()
+    plan = solve(reserved_flip(), solver="highs", executor=pool, gap=1e-6)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    firsts = [leaf for kind, leaf, _ in pool.handed if kind == "first"]
+    proofs = [(leaf, running) for kind, leaf, running in pool.handed if kind == "proof"]
+    assert len(firsts) == 3
+    # the first proof went out while the third leaf's first pass ran
+    assert proofs[0] == (firsts[0], True)
+    # then the 1,100 leaf (880) before the 1,000 leaf (950)
+    assert [leaf for leaf, _ in proofs] == [firsts[0], firsts[2], firsts[1]]

@@ -270,11 +270,15 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     needs only its bound, and ``incumbent`` orders the options).
 
     ``first_gap`` (a gap above ``gap``; the driver's guide gap): each leaf is
-    first searched to that gap only, then, once every leaf has been, the
-    leaves not settled are searched on to ``gap`` from their plans, each cut
-    off at the best plan of them all. A leaf finds its best plans early and
-    spends most of its time proving; proven under the best cutoff, it proves
-    sooner (docs/performance.md, "Plans first, proofs after").
+    first searched to that gap only, then the leaves not settled are searched
+    on to ``gap`` from their plans, each cut off at the best plan so far. A
+    leaf finds its best plans early and spends most of its time proving;
+    proven under the best cutoff, it proves sooner (docs/performance.md,
+    "Plans first, proofs after"). Once the search has handed out every leaf's
+    first pass, a worker that frees takes the proof of the open leaf with the
+    lowest bound among those back, rather than idling until every first pass
+    is: a proof started before the last plan came back is cut off at the best
+    plan then (valid, only less sharp).
 
     ``guide``: a point that chooses in place of ``first``'s plan (the
     classes and the first options; the monthly model's plan without limits
@@ -449,11 +453,11 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         drain()  # what runs on the executor is read back before the caller's stages take over
         return None
-    drain()
     # the leaves not settled (searched to first_gap, or stopped on their share) are searched on to the gap, from
-    # their plans, under the best cutoff, with the time the pruned and quick leaves left
+    # their plans, under the best cutoff, with the time the pruned and quick leaves left. A proof waits for a free
+    # worker before it is chosen, so that a first pass coming back meanwhile with a lower bound goes first
     while (open_ or running) and not done() and (left() is None or left() >= MIN_LEAF_SECONDS):
-        if not open_:
+        if not open_ or (side_by_side and len(running) >= executor.workers):
             collect(wait=True)
             continue
         open_.sort(key=lambda o: o[0])
