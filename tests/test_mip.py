@@ -349,6 +349,22 @@ def test_a_target_of_infinity_returns_a_plan_of_the_model():
     assert r.objective == pytest.approx(float(a.c @ r.x + a.c0)) and r.objective >= 5.0 - 1e-9
 
 
+def test_a_seed_reaches_highs_and_leaves_the_optimum_alone(highs_options):
+    # HiGHS's random_seed is left at its default (0) unless a seed is asked for (bench/seeds.py); another seed
+    # takes another path to the same optimum (the covering model, min x + y, 2x + 3y >= 13: 5)
+    from optimizer.solve.backends import Status
+
+    seen = highs_options
+    m, _ = covering_mip()
+    assert solve(m, solver="highs").objective == pytest.approx(5.0)
+    assert not [v for k, v in seen if k == "random_seed"]
+    for seed in (1, 7):
+        seen.clear()
+        r = solve(m, solver="highs", seed=seed)
+        assert [v for k, v in seen if k == "random_seed"] == [seed]
+        assert r.status == Status.OPTIMAL and r.objective == pytest.approx(5.0) and r.bound == pytest.approx(5.0)
+
+
 def test_without_heuristics_the_search_still_finds_and_proves_the_optimum():
     # min x + y, 2x + 3y >= 13 (optimum 5, worked by hand above): the tree alone reaches and proves it
     from optimizer.solve.backends import Status

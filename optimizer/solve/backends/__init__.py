@@ -113,6 +113,7 @@ def solve(
     heuristics: bool = True,
     stop=None,
     enough=None,
+    seed: int = 0,
 ) -> SolveResult:
     """Solve ``mip`` with the named back end (see :data:`BACKENDS`).
 
@@ -158,6 +159,10 @@ def solve(
         point, True stops the run as ``stop`` does. For a search run for its
         bound, whose caller knows what bound it needs (a relaxation that
         may prove the caller's plan).
+    seed
+        The back end's random seed (HiGHS; the others ignore it): 0 is its
+        default. Another seed takes the search along another path to the
+        same optimum, in a time that may differ by a factor of two or more.
     """
     key = backend_key(solver)
     _check_time_limit(time_limit)
@@ -182,6 +187,8 @@ def solve(
             extra["stop"] = stop
         if enough is not None:
             extra["enough"] = enough
+        if seed:
+            extra["seed"] = seed
     elif key == "cbc" and cutoff is not None:
         extra = {"cutoff": cutoff}
     result = BACKENDS[key](mip, time_limit=time_limit, gap=gap, threads=threads, start=start, arrays=a, **extra)

@@ -119,7 +119,7 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
                   target: float | None = None, cutoff: float | None = None, restart: bool = True,
                   heuristics: bool = True, lp_threads: int | None = None,
                   stop: threading.Event | None = None,
-                  enough: Callable[[float, float], bool] | None = None) -> SolveResult:
+                  enough: Callable[[float, float], bool] | None = None, seed: int = 0) -> SolveResult:
     """Solve with HiGHS (highspy); never raises on a solver outcome.
 
     ``target``: stop as soon as a plan costs at most this much (the caller
@@ -148,14 +148,17 @@ def solve_highspy(mip: MIP, time_limit: float | None = None, gap: float = 1e-6, 
     with its plan and bound. ``enough`` (a MIP): called at each interrupt
     point with the best plan's cost (+inf before one) and the global bound;
     True stops the run as ``stop`` does (a search run for its bound, whose
-    caller knows what bound it needs). A MIP search runs without HiGHS's
+    caller knows what bound it needs). ``seed``: HiGHS's ``random_seed`` (0,
+    its default): another seed searches the same model along another path,
+    to the same optimum in another time. A MIP search runs without HiGHS's
     aggregator (:data:`AGGREGATOR_RULE`), and without its probing where
     the gap asked for is loose (:data:`PROBING_GAP`).
     """
     a = arrays if arrays is not None else mip.arrays()
     if lp_threads is not None and (lp_threads < 2 or a.integer.any()):
         lp_threads = None
-    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads, stop, enough)
+    run = _Run(a, time_limit, gap, threads, start, target, cutoff, restart, heuristics, lp_threads, stop, enough,
+               seed)
     result = run.result() if run.run_to_target([run]) else run.early_result()
     if start is not None and run.mip_model and run.reported is not None \
             and abs(run.returned - run.reported) > 1e-6 * max(1.0, abs(run.reported)):
@@ -211,7 +214,7 @@ class _Run:
     def __init__(self, a: Arrays, time_limit: float | None, gap: float, threads: int | None,
                  start: np.ndarray | None, target: float | None, cutoff: float | None, restart: bool,
                  heuristics: bool = True, lp_threads: int | None = None, stop: threading.Event | None = None,
-                 enough: Callable[[float, float], bool] | None = None):
+                 enough: Callable[[float, float], bool] | None = None, seed: int = 0):
         import highspy
 
         t0 = time.perf_counter()
@@ -238,6 +241,8 @@ class _Run:
             h.setOptionValue("presolve_rule_off", rules_off)
         if not restart:
             h.setOptionValue("mip_allow_restart", False)
+        if seed:
+            h.setOptionValue("random_seed", int(seed))
         if not heuristics:
             for option in HEURISTICS:
                 h.setOptionValue(option, False)
