@@ -50,7 +50,7 @@ class LastFirst:
         self.polls = 0
         return fut
 
-    def poll(self) -> None:
+    def poll(self, _fut=None) -> None:
         self.polls += 1
         if self.pending and (len(self.pending) >= self.workers or self.polls >= 2):
             fut, arg = self.pending.pop()
@@ -62,13 +62,15 @@ class LastFirst:
 
 
 class _Polled(cf.Future):
-    def __init__(self, pool: LastFirst):
+    """A future that asks its pool to move on each time the split looks at it (the pool is told which)."""
+
+    def __init__(self, pool):
         super().__init__()
         self.pool = pool
 
     def done(self) -> bool:
         if not super().done():
-            self.pool.poll()
+            self.pool.poll(self)
         return super().done()
 
 
@@ -301,7 +303,7 @@ class InOrder:
         self.handed: list[tuple[str, int, bool]] = []
 
     def submit(self, fn, arg):
-        fut = _PolledAlone(self)
+        fut = _Polled(self)
         if not isinstance(arg, split.LeafTask):
             fut.set_result(fn(arg))
             return fut
@@ -321,17 +323,6 @@ class InOrder:
 
     def close(self) -> None:
         pass
-
-
-class _PolledAlone(cf.Future):
-    def __init__(self, pool: InOrder):
-        super().__init__()
-        self.pool = pool
-
-    def done(self) -> bool:
-        if not super().done():
-            self.pool.poll(self)
-        return super().done()
 
 
 def test_a_proof_starts_on_a_free_worker_lowest_bound_first(solve, monkeypatch):

@@ -471,7 +471,7 @@ def compare_strategies(problem: Problem, solve: Solver) -> tuple[pd.DataFrame, d
     else:
         df["best"] = False
     df["best"] = df["best"].fillna(False).astype(bool)
-    # a plan without units adds nothing (its empty table's types would make every column text)
+    # a plan without units adds nothing (its empty table would make every column hold Python objects)
     listed = [u for u in units if len(u)]
     ut = pd.concat(listed, ignore_index=True) if listed else pd.DataFrame()
     if not ut.empty:
