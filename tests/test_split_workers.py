@@ -356,3 +356,36 @@ def test_a_proof_starts_on_a_free_worker_lowest_bound_first(solve, monkeypatch):
     assert proofs[0] == (firsts[0], True)
     # then the 1,100 leaf (880) before the 1,000 leaf (950)
     assert [leaf for leaf, _ in proofs] == [firsts[0], firsts[2], firsts[1]]
+
+
+@pytest.mark.parametrize("time_limit", [None, 60.0])
+def test_the_lp_bounds_below_are_computed_while_the_first_leaf_runs_alone(solve, monkeypatch, time_limit):
+    # reserved_flip splits chat's configuration (two options), then the reserved count under each. The first
+    # leaf goes out alone; while it runs (the other worker idle) the split computes the LP bounds of the nodes
+    # it has not reached (the reserved counts under the second configuration), so that they are at hand when
+    # it gets there. Every node's LPs are computed once, and the optimum and its proof are unchanged. Under a
+    # time limit the search computes them itself when it gets there (a node's LPs cannot be stopped).
+    log = []
+    real = split.option_bounds
+
+    def logged(mip, b, choice, lps=None):
+        log.append(("lps", choice.name))
+        return real(mip, b, choice, lps)
+
+    class Logged(InOrder):
+        def poll(self, fut) -> None:
+            before = len(self.pending)
+            super().poll(fut)
+            if len(self.pending) < before:
+                log.append(("leaf back", None))
+
+    monkeypatch.setattr(split, "option_bounds", logged)
+    plan = solve(reserved_flip(), solver="highs", executor=Logged(), time_limit=time_limit)
+    assert plan.status == Status.OPTIMAL and plan.objective == pytest.approx(1_000)
+    assert plan.result.bound == pytest.approx(1_000, rel=1e-6)
+    assert plan.result.message.startswith("optimal: one stable solve per configuration of chat")
+    first_back = log.index(("leaf back", None))
+    counts = [name for kind, name in log if kind == "lps" and name.startswith("reserved units")]
+    assert len(counts) == 2  # one node per configuration, each computed once
+    later = [kind for kind, _ in log[first_back:] if kind == "lps"]
+    assert later == ([] if time_limit is None else ["lps"])  # the second node's: before the first leaf came back

@@ -22,7 +22,7 @@ without one, one after the other in the caller's thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 
@@ -375,10 +375,45 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         else:
             open_.append([bound, b, r, key])
 
+    # each node's options with their LP bounds (option_bounds), by its choices: the search's own, and those
+    # computed ahead of it while it waits on a leaf with a worker idle
+    kids_of: dict[tuple, list] = {(): options}
+
+    def ahead() -> Iterator[bool]:
+        """Compute the options' LP bounds of the nodes the search has not reached, in its order (depth first,
+        each node's options in their search order), one node a step.
+
+        The search computes them itself when it gets to a node, one after
+        the other with the leaves it hands out; on q3 the LPs of the
+        critical leaf's parents held its start back by 0.4 s while the first
+        leaf ran on one worker and the other idled. Nodes the search later
+        prunes are computed too: that time was idle. Only without a time
+        limit: a node's LPs cannot be stopped, and a leaf that ends meanwhile
+        is read after them. An LP the back end cannot settle is left to the
+        search, which stops where it gets to it.
+        """
+        stack = [((), a)]
+        while stack:
+            key, b = stack.pop()
+            depth = len(key)
+            if depth == len(choices):
+                continue
+            if key not in kids_of:
+                try:
+                    kids_of[key] = option_bounds(mip, b, choices[depth], lps)
+                except Unsettled:
+                    return
+                yield True
+            stack.extend(reversed([(key + ((choices[depth].name, label),), c) for _p, _lp, c, label in kids_of[key]]))
+
+    state["ahead"] = ahead() if time_limit is None else iter(())
+
     def collect(wait: bool) -> None:
-        """Read back the leaves that have finished; with ``wait``, first wait until one has."""
+        """Read back the leaves that have finished; with ``wait``, first wait until one has (computing LP
+        bounds ahead of the search meanwhile, while a worker is idle: :func:`ahead`)."""
         while wait and running and not any(item[0].done() for item in running):
-            time.sleep(POLL_SECONDS)
+            if not (len(running) < executor.workers and next(state["ahead"], False)):
+                time.sleep(POLL_SECONDS)
         for item in [it for it in running if it[0].done()]:
             running.remove(item)
             read(item[0].result(), *item[1:])
@@ -435,7 +470,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
             lp_of[key] = lp_bound
             leaf(b, key, share)
             return
-        kids = option_bounds(mip, b, choices[depth], lps) if kids is None else kids
+        if kids is None:
+            kids = kids_of.get(key)
+        if kids is None:
+            kids = kids_of[key] = option_bounds(mip, b, choices[depth], lps)
         for i, (_p, lp_bound, c, label) in enumerate(kids):
             below = key + ((choices[depth].name, label),)
             if done() or settled(lp_bound):
@@ -453,6 +491,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     except Unsettled:  # an LP the back end could not settle: the caller's stages apply
         drain()  # what runs on the executor is read back before the caller's stages take over
         return None
+    state["ahead"] = iter(())  # every node the search reaches is behind it
     # the leaves not settled (searched to first_gap, or stopped on their share) are searched on to the gap, from
     # their plans, under the best cutoff, with the time the pruned and quick leaves left. A proof waits for a free
     # worker before it is chosen, so that a first pass coming back meanwhile with a lower bound goes first
