@@ -50,6 +50,8 @@ class _Data:
         self.periods = list(P.index)
         self.services = {s.name: s for s in pr.services}
         self.jobs = {j.name: j for j in pr.jobs}
+        self.plan = plan
+        self._tables: dict[str, list] = {}  # the plan's tables as rows, by name (rows)
         self.cands = plan.candidates
         self.eff = plan.candidates.efficiency
         self.H = float(P["hours"].sum())
@@ -58,6 +60,13 @@ class _Data:
         self.end_month = max(float(m) + 1.0 for m in P["month"])
         for m, h in zip(P["month"], P["hours"]):
             self.end_month = max(self.end_month, float(m) + float(h) / HOURS_PER_MONTH)
+
+    def rows(self, table: str) -> list:
+        """The plan's table ``table`` (``inference``, ``training``, ...) as named tuples (:func:`_rows`), read once
+        per audit however many checks read it."""
+        if table not in self._tables:
+            self._tables[table] = _rows(getattr(self.plan, table))
+        return self._tables[table]
 
     def off(self, oid: str) -> dict:
         return self.o[oid]
@@ -177,7 +186,7 @@ def _offerings_allowed(plan, d: _Data) -> list[str]:
 def _placement(plan, d: _Data) -> list[str]:
     """GPU type, a replica inside one machine, regions, spot, providers; cluster topology."""
     v = []
-    for r in _rows(plan.inference):
+    for r in d.rows("inference"):
         s, o = d.services[r.service], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"inference {r.service}/{r.period}: config GPU {r.gpu} on offering of {o['gpu']}")
@@ -189,7 +198,7 @@ def _placement(plan, d: _Data) -> list[str]:
             v.append(f"inference {r.service}: on spot without spot: true")
         if not provider_allowed(s.providers, o["provider"] if isinstance(o["provider"], str) else None):
             v.append(f"inference {r.service}: provider {o['provider']} not allowed")
-    for r in _rows(plan.training):
+    for r in d.rows("training"):
         j, o = d.jobs[r.job], d.off(r.offering)
         if o["gpu"] != r.gpu:
             v.append(f"training {r.job}: GPU {r.gpu} on offering of {o['gpu']}")
@@ -259,10 +268,10 @@ def _groups(rows, key) -> dict:
 def _demand(plan, d: _Data) -> list[str]:
     """Demand met in every service, bucket and period; routing within replicas; floors."""
     v = []
-    inf = list(_rows(plan.inference))
+    inf = d.rows("inference")
     c = d.cands.inference
     rps = dict(zip(zip(c["service"], c["config"], c["bucket"]), c["rps"].astype(float)))
-    demand = list(_rows(d.pr.demand()))
+    demand = _rows(d.pr.demand())
     reps = _sums(inf, lambda r: (r.service, r.period), lambda r: r.replicas)
     for s in d.services:
         for p in d.periods:
@@ -281,7 +290,7 @@ def _demand(plan, d: _Data) -> list[str]:
                 v.append(f"inference {s}/{p}: capacity {cap.get((s, p), 0.0):g} rps < demand {n:g}")
     many = {s.name for s in d.pr.services if len(s.buckets) > 1}
     if many:
-        rt = [r for r in _rows(plan.routing) if r.service in many]
+        rt = [r for r in d.rows("routing") if r.service in many]
         need = _sums([r for r in demand if r.service in many], lambda r: (r.service, r.bucket, r.period),
                      lambda r: r.rps)
         got = _sums(rt, lambda r: (r.service, r.bucket, r.period), lambda r: r.rps)
@@ -304,7 +313,7 @@ def _demand(plan, d: _Data) -> list[str]:
 def _training(plan, d: _Data) -> list[str]:
     """One configuration per job, period hours, and the whole job done (spot waste recomputed)."""
     v = []
-    by_job = _groups(_rows(plan.training), lambda r: r.job)
+    by_job = _groups(d.rows("training"), lambda r: r.job)
     hours_of: dict = {}  # job_hours per (job, configuration, offering), looked up once
     for j in d.pr.jobs:
         rows = by_job.get(j.name, [])
@@ -338,8 +347,7 @@ def _training(plan, d: _Data) -> list[str]:
 def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
     """Units held for the whole period per (offering, period): running, reserved (own blocks), owned."""
     held: dict[tuple[str, str], float] = {}
-    com = plan.commitments
-    for r in _rows(com):
+    for r in d.rows("commitments"):
         o = d.off(r.offering)
         if r.pricing == "reserved":
             periods = [p for p in d.periods if d.block_of(r.offering, p) == int(r.block)]
@@ -347,7 +355,7 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
                 v.append(f"commitment {r.offering} block {r.block}: starts at month {r.start_month}, "
                          f"not {int(r.block) * int(o['term_months'])}")
         else:
-            periods = list(d.periods)
+            periods = d.periods
             if int(r.existing_units) != int(o["existing_units"] or 0):
                 v.append(f"commitment {r.offering}: {r.existing_units} existing units, the offering says "
                          f"{o['existing_units']}")
@@ -355,7 +363,7 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
             held[(r.offering, p)] = held.get((r.offering, p), 0.0) + float(r.units)
         if _over(float(r.units), d.quota(r.offering)):
             v.append(f"units {r.offering}: {r.units} > max_units {o['max_units']:g}")
-    for r in _rows(plan.usage):
+    for r in d.rows("usage"):
         if r.pricing in PAY_PER_HOUR and r.units > 0:
             held[(r.offering, r.period)] = held.get((r.offering, r.period), 0.0) + float(r.units)
     return held
@@ -364,8 +372,8 @@ def _held_units(plan, d: _Data, v: list[str]) -> dict[tuple[str, str], float]:
 def _capacity(plan, d: _Data, held: dict) -> list[str]:
     """Inference and training fit in what is held, clusters whole, quotas kept, period by period."""
     v = []
-    tr = list(_rows(plan.training))
-    I = _sums(_rows(plan.inference), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    tr = d.rows("training")
+    I = _sums(d.rows("inference"), lambda r: (r.offering, r.period), lambda r: r.gpus)
     shared = [r for r in tr if r.mode == "shared"]
     T = _sums(shared, lambda r: (r.offering, r.period), lambda r: r.gpus * r.hours)
     for (o, p) in sorted(set(I) | set(T) | set(held)):
@@ -409,9 +417,9 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
     v = []
     if plan.timetable_error:
         return [f"timetable: none can be built ({plan.timetable_error})"]
-    tt = list(_rows(plan.timetable))
+    tt = d.rows("timetable")
     got = _sums(tt, lambda s: (s.job, s.period, s.offering, s.mode), lambda s: s.hours)
-    for r in _rows(plan.training):
+    for r in d.rows("training"):
         laid = float(got.get((r.job, r.period, r.offering, r.mode), 0.0))
         if not _close(laid, float(r.hours), abs_=1e-4):
             v.append(f"timetable {r.job}/{r.period}/{r.offering} ({r.mode}): {laid:g} h laid out, {r.hours:g} h planned")
@@ -427,7 +435,7 @@ def _timetable(plan, d: _Data, held: dict) -> list[str]:
             g = sorted(groups[k], key=lambda s: s.start_hour)  # stable, as one stretch after another
             if any(b.start_hour < a.end_hour - tol for a, b in zip(g, g[1:])):
                 v.append(f"timetable {'/'.join(map(str, k))}: {what}")
-    inf = _sums(_rows(plan.inference), lambda r: (r.offering, r.period), lambda r: r.gpus)
+    inf = _sums(d.rows("inference"), lambda r: (r.offering, r.period), lambda r: r.gpus)
     pools = _groups(tt, lambda s: (s.offering, s.period))
     for (o, p) in sorted(pools):
         g = pools[(o, p)]
@@ -467,7 +475,7 @@ def _stability(plan, d: _Data) -> list[str]:
                 v.append(f"stability {s.name}/{b}: {len(cfgs)} configurations > max_configurations {n}")
     starts = plan.starts.set_index(["service", "config", "offering", "period"])["started"] if len(plan.starts) else {}
     x = inf.set_index(["service", "config", "offering", "period"])["replicas"]
-    periods = list(d.periods)
+    periods = d.periods
     for s in d.pr.services:
         if d.pr.stability(s)[1] <= 0:
             continue
@@ -492,8 +500,7 @@ def _costs(plan, d: _Data, held: dict) -> list[str]:
         if d.o[o]["pricing"] in PAY_PER_HOUR:
             c = n * d.unit_price(o) * float(d.p[p]["hours"])
             cost, pv = cost + c, pv + c * disc[p]
-    tr = plan.training
-    for r in _rows(tr):
+    for r in d.rows("training"):
         if r.mode == "hourly":
             c = r.billed_units * d.unit_price(r.offering) * r.hours
         elif d.o[r.offering]["pricing"] == "owned":
@@ -501,19 +508,19 @@ def _costs(plan, d: _Data, held: dict) -> list[str]:
         else:
             c = 0.0
         cost, pv = cost + c, pv + c * disc[r.period]
-    for r in _rows(plan.inference):
+    for r in d.rows("inference"):
         if r.pricing == "owned":
             c = r.gpus * float(d.p[r.period]["hours"]) * d.energy(r.offering)
             cost, pv = cost + c, pv + c * disc[r.period]
-    for r in _rows(plan.starts):
+    for r in d.rows("starts"):
         c = r.started * d.pr.stability(d.services[r.service])[1]
         cost, pv = cost + c, pv + c * disc[r.period]
     busy: dict = {}
-    for r in _rows(plan.inference):
+    for r in d.rows("inference"):
         busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * float(d.p[r.period]["hours"])
-    for r in _rows(tr):
+    for r in d.rows("training"):
         busy[(r.offering, r.period)] = busy.get((r.offering, r.period), 0.0) + r.gpus * r.hours
-    for r in _rows(plan.commitments):
+    for r in d.rows("commitments"):
         o = d.o[r.offering]
         if r.pricing == "reserved":
             price = float(o["price_per_hour"])
