@@ -33,44 +33,34 @@ from .errors import InputError
 MAX_BYTES = 20 * 1024 * 1024
 
 
-class _TaggedValues:
-    """Constructors of the explicitly tagged scalars whose bad values raise a YAML error at their mark.
+#: the explicitly tagged scalars whose bad values PyYAML's safe constructors raise a Python exception for
+TAGGED_SCALARS = ("float", "int", "bool", "timestamp")
 
-    ``!!float x``, ``!!int x``, ``!!bool x`` and ``!!timestamp x`` make
-    PyYAML's safe constructors raise ``ValueError``, ``KeyError`` or
-    ``AttributeError``; here each is a ``ConstructorError`` naming the tag,
-    the value and where it is, like every other YAML error.
-    """
 
-    def _tagged(self, construct, node):
+def _tagged(construct):
+    """``construct`` (a safe constructor) with a bad value (``!!float x``: PyYAML raises ``ValueError``,
+    ``KeyError`` or ``AttributeError``) raised as a ``ConstructorError`` naming the tag, the value and where it
+    is, like every other YAML error."""
+    def checked(loader, node):
         try:
-            return construct(self, node)
+            return construct(loader, node)
         except (ValueError, KeyError, AttributeError):
             raise yaml.constructor.ConstructorError(
                 None, None, f"{node.value!r} is not a valid {node.tag.rsplit(':', 1)[-1]}", node.start_mark
             ) from None
-
-    def construct_yaml_float(self, node):
-        return self._tagged(yaml.constructor.SafeConstructor.construct_yaml_float, node)
-
-    def construct_yaml_int(self, node):
-        return self._tagged(yaml.constructor.SafeConstructor.construct_yaml_int, node)
-
-    def construct_yaml_bool(self, node):
-        return self._tagged(yaml.constructor.SafeConstructor.construct_yaml_bool, node)
-
-    def construct_yaml_timestamp(self, node):
-        return self._tagged(yaml.constructor.SafeConstructor.construct_yaml_timestamp, node)
+    return checked
 
 
 def _tag_constructors(loader) -> None:
-    """Register :class:`_TaggedValues`' constructors on ``loader`` (PyYAML looks constructors up in a table)."""
+    """Register the checked constructors of :data:`TAGGED_SCALARS` on ``loader`` (PyYAML looks constructors up
+    in a table of the class)."""
     loader.yaml_constructors = dict(loader.yaml_constructors)
-    for tag in ("float", "int", "bool", "timestamp"):
-        loader.yaml_constructors[f"tag:yaml.org,2002:{tag}"] = getattr(_TaggedValues, f"construct_yaml_{tag}")
+    for tag in TAGGED_SCALARS:
+        safe = getattr(yaml.constructor.SafeConstructor, f"construct_yaml_{tag}")
+        loader.yaml_constructors[f"tag:yaml.org,2002:{tag}"] = _tagged(safe)
 
 
-class _NoAliasLoader(_TaggedValues, yaml.SafeLoader):
+class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses aliases (``*name``)."""
 
     def compose_node(self, parent, index):  # noqa: D401
@@ -95,7 +85,7 @@ _NoAliasLoader.add_implicit_resolver(
 _tag_constructors(_NoAliasLoader)
 
 if getattr(yaml, "__with_libyaml__", False):
-    class _CatalogLoader(_TaggedValues, yaml.CSafeLoader):
+    class _CatalogLoader(yaml.CSafeLoader):
         """libyaml's reader with :class:`_NoAliasLoader`'s tag resolution and constructors (aliases: see
         :func:`_read_catalog_text`)."""
 
