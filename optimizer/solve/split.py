@@ -379,6 +379,10 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
     # computed ahead of it while it waits on a leaf with a worker idle
     kids_of: dict[tuple, list] = {(): options}
 
+    def child(key: tuple, label: str) -> tuple:
+        """The key of the node below ``key`` that takes the option ``label`` of its choice."""
+        return key + ((choices[len(key)].name, label),)
+
     def ahead() -> Iterator[bool]:
         """Compute the options' LP bounds of the nodes the search has not reached, in its order (depth first,
         each node's options in their search order), one node a step.
@@ -404,7 +408,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
                 except Unsettled:
                     return
                 yield True
-            stack.extend(reversed([(key + ((choices[depth].name, label),), c) for _p, _lp, c, label in kids_of[key]]))
+            stack.extend(reversed([(child(key, label), c) for _p, _lp, c, label in kids_of[key]]))
 
     state["ahead"] = ahead() if time_limit is None else iter(())
 
@@ -475,7 +479,7 @@ def exact_split(model: Model, a, first: SolveResult, solver: str, time_limit: fl
         if kids is None:
             kids = kids_of[key] = option_bounds(mip, b, choices[depth], lps)
         for i, (_p, lp_bound, c, label) in enumerate(kids):
-            below = key + ((choices[depth].name, label),)
+            below = child(key, label)
             if done() or settled(lp_bound):
                 bounds.append(lp_bound)
                 leaf_proofs[below] = roots[below] = lp_bound
